@@ -1,0 +1,123 @@
+"""The service's lifetime: it owns the root nursery, starts its parts with
+`nursery.start`, then serves hypercorn's trio worker inside it.
+
+Shutdown (SIGTERM or SIGINT): hypercorn stops accepting and gives requests in flight the
+grace period, then the root scope is cancelled and every part ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+from hypercorn.config import Config, Sockets
+from hypercorn.trio.run import worker_serve
+from hypercorn.utils import wrap_app
+
+from fgcpay.clock import Clock, SystemClock
+from fgcpay.domain.merchants import ApiKey
+from fgcpay.http.app import create_app
+from fgcpay.http.rate_limit import RateLimiter
+from fgcpay.logs import log_event
+from fgcpay.settings import Settings
+from fgcpay.storage import Storage, open_storage
+
+# `last_used_at` is informative; writing it more often than this would cost a write per request.
+KEY_TOUCH_INTERVAL_US = 60 * 1_000_000
+
+
+@attrs.define(eq=False)
+class Service:
+    """Everything a request handler may reach, built once per process."""
+
+    settings: Settings
+    clock: Clock
+    storage: Storage
+    nursery: trio.Nursery
+    rate_limiter: RateLimiter
+    _touched: dict[str, int] = attrs.field(factory=dict)
+
+    def note_key_used(self, key: ApiKey) -> None:
+        """Record `last_used_at` for the dashboard, at most once a minute, off the request path."""
+        now = self.clock.now_us()
+        last = max(key.last_used_at or 0, self._touched.get(key.id, 0))
+        if now - last < KEY_TOUCH_INTERVAL_US:
+            return
+        self._touched[key.id] = now
+        if len(self._touched) > 100_000:
+            self._touched.clear()
+        self.nursery.start_soon(self._touch, key.id, now)
+
+    async def _touch(self, key_id: str, now: int) -> None:
+        try:
+            await self.storage.touch_api_key(key_id, now)
+        except Exception as error:  # informative only: never fail a request over it
+            log_event("could not record key use", logging.WARNING, error=type(error).__name__)
+
+
+@asynccontextmanager
+async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Service]:
+    """Start storage and the background parts; yield the running `Service`; stop them all."""
+    async with open_storage(settings.database_url, settings.db_pool_size) as storage:
+        async with trio.open_nursery() as nursery:
+            service = Service(
+                settings=settings,
+                clock=clock or SystemClock(),
+                storage=storage,
+                nursery=nursery,
+                rate_limiter=RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
+            )
+            try:
+                yield service
+            finally:
+                nursery.cancel_scope.cancel()
+
+
+def hypercorn_config(settings: Settings, workers: int = 1) -> Config:
+    config = Config()
+    config.bind = [f"{settings.host}:{settings.port}"]
+    config.worker_class = "trio"
+    config.workers = workers
+    config.graceful_timeout = settings.shutdown_grace_seconds
+    config.accesslog = None  # one structured line per request comes from the app
+    config.errorlog = logging.getLogger("hypercorn.error")
+    config.backlog = 1024
+    return config
+
+
+async def wait_for_signal() -> None:
+    """Return on SIGTERM or SIGINT: the trigger of a graceful shutdown."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log_event("shutting down", signal=signal.Signals(signum).name)
+            return
+
+
+async def serve(
+    settings: Settings,
+    *,
+    sockets: Sockets | None = None,
+    shutdown_trigger: Callable[[], Awaitable[Any]] | None = None,
+    clock: Clock | None = None,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run one worker: the service and hypercorn inside one root nursery.
+
+    `task_status.started` reports the bound addresses (`http://127.0.0.1:PORT`).
+    """
+    config = hypercorn_config(settings)
+    async with open_service(settings, clock) as service:
+        app = wrap_app(create_app(service), config.wsgi_max_body_size, "asgi")
+        await worker_serve(
+            app,
+            config,
+            sockets=sockets,
+            shutdown_trigger=shutdown_trigger or wait_for_signal,
+            task_status=task_status,
+        )
+    log_event("stopped")

@@ -1,0 +1,117 @@
+"""The one error hierarchy. Every failure a caller may see is a `ServiceError`; the HTTP
+layer maps it to the ApiError body in one place (`fgcpay.http.errors`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class FieldError:
+    """One problem with one request field, as listed in a 400's `details`."""
+
+    field: str
+    message: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"field": self.field, "message": self.message}
+
+
+class ServiceError(Exception):
+    """An error with an HTTP status, an ApiError code and details fit to show a caller.
+
+    The message and details must never contain secrets, PINs or internals.
+    """
+
+    status: int = 500
+    code: str = "internal_error"
+
+    def __init__(self, message: str, details: Any = None, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+        if code is not None:
+            self.code = code
+
+    def details_json(self) -> Any:
+        return self.details
+
+
+class ValidationFailed(ServiceError):
+    status = 400
+    code = "validation_error"
+
+    def __init__(self, errors: list[FieldError], message: str | None = None) -> None:
+        super().__init__(message or "The request has invalid fields.", errors)
+        self.errors = errors
+
+    def details_json(self) -> Any:
+        return [error.as_json() for error in self.errors]
+
+
+class InvalidJson(ServiceError):
+    status = 400
+    code = "invalid_json"
+
+
+class BadRequest(ServiceError):
+    """A 400 about the request as a whole (a header, the query string)."""
+
+    status = 400
+    code = "validation_error"
+
+
+class Unauthenticated(ServiceError):
+    status = 401
+    code = "invalid_api_key"
+
+
+class NotFound(ServiceError):
+    status = 404
+    code = "not_found"
+
+
+class MethodNotAllowed(ServiceError):
+    status = 405
+    code = "method_not_allowed"
+
+
+class Conflict(ServiceError):
+    status = 409
+    code = "conflict"
+
+
+class PayloadTooLarge(ServiceError):
+    status = 413
+    code = "payload_too_large"
+
+
+class UnsupportedMediaType(ServiceError):
+    status = 415
+    code = "unsupported_media_type"
+
+
+class RateLimited(ServiceError):
+    status = 429
+    code = "rate_limited"
+
+    def __init__(self, retry_after_seconds: int) -> None:
+        super().__init__(
+            f"Too many requests. Retry after {retry_after_seconds} seconds.",
+            {"retry_after_seconds": retry_after_seconds},
+        )
+        self.retry_after_seconds = retry_after_seconds
+
+
+class Unavailable(ServiceError):
+    """The service could not answer in time (an actor or the database is busy)."""
+
+    status = 503
+    code = "service_unavailable"
+
+
+class InternalError(ServiceError):
+    status = 500
+    code = "internal_error"

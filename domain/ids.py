@@ -1,0 +1,72 @@
+"""Identifiers and secrets, per the contract's table: a prefix plus random base62."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import string
+
+BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+
+API_KEY_PREFIX = "fp_test_"
+LIVE_KEY_PREFIX = "fp_live_"
+
+
+def random_base62(length: int) -> str:
+    """Return `length` characters drawn uniformly from base62 by `secrets` (~5.95 bits each)."""
+    return "".join(secrets.choice(BASE62) for _ in range(length))
+
+
+def checkout_session_id() -> str:
+    return "cs_test_" + random_base62(24)
+
+
+def subscription_id() -> str:
+    return "sub_test_" + random_base62(24)
+
+
+def refund_id() -> str:
+    return "re_test_" + random_base62(24)
+
+
+def transaction_id() -> str:
+    return "txn_test_" + random_base62(24)
+
+
+def event_id() -> str:
+    return "evt_" + random_base62(24)
+
+
+def merchant_id() -> str:
+    return "mer_" + random_base62(16)
+
+
+def api_key_id() -> str:
+    return "key_" + random_base62(16)
+
+
+def request_id() -> str:
+    return "req_" + random_base62(16)
+
+
+def api_key_secret() -> str:
+    return API_KEY_PREFIX + random_base62(32)
+
+
+def api_key_hash(raw_key: str) -> str:
+    """SHA-256 of the raw key, hex: what storage keeps instead of the key.
+
+    A fast hash is right here: the key has 190 bits of entropy, so nothing is gained by
+    a slow one, and the lookup runs on every request.
+    """
+    return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
+
+
+def looks_like_id(value: str, prefix: str, length: int) -> bool:
+    """True when `value` has the shape of an identifier, so junk never reaches a query."""
+    body = value[len(prefix) :]
+    return (
+        value.startswith(prefix)
+        and len(body) == length
+        and all(ch in BASE62 for ch in body)
+    )

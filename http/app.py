@@ -1,0 +1,33 @@
+"""The Quart-trio application factory."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from quart_trio import QuartTrio
+
+from . import errors, health, openapi, plumbing
+from .body import MAX_BODY_BYTES
+
+if TYPE_CHECKING:
+    from fgcpay.service import Service
+
+
+def create_app(service: Service) -> QuartTrio:
+    """An app serving `service`: the merchant API, health checks and the hosted pages."""
+    app = QuartTrio(__name__)
+    app.config.update(
+        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
+        # We start no Quart background tasks; waiting for them only delays exit.
+        BACKGROUND_TASK_SHUTDOWN_TIMEOUT=0,
+        JSON_SORT_KEYS=False,
+        PROPAGATE_EXCEPTIONS=False,
+    )
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.url_map.strict_slashes = False
+    app.extensions["fgcpay"] = service
+    errors.register_error_handlers(app)
+    plumbing.install(app)
+    app.register_blueprint(health.blueprint)
+    app.register_blueprint(openapi.blueprint)
+    return app

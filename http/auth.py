@@ -1,0 +1,52 @@
+"""Bearer authentication with API keys, per the contract."""
+
+from __future__ import annotations
+
+import hmac
+
+import attrs
+
+from fgcpay.domain import errors, ids
+from fgcpay.domain.merchants import ApiKey, Merchant
+from fgcpay.storage import Storage
+
+KEY_BODY_LENGTH = 32
+
+
+@attrs.frozen
+class Principal:
+    merchant: Merchant
+    api_key: ApiKey
+
+
+def _invalid(message: str = "Invalid API key.") -> errors.Unauthenticated:
+    return errors.Unauthenticated(message)
+
+
+async def authenticate(storage: Storage, authorization: str | None) -> Principal:
+    """The merchant behind `Authorization: Bearer <key>`, or 401 `invalid_api_key`.
+
+    The message names the kind of problem but never echoes the key.
+    """
+    if not authorization:
+        raise _invalid("Missing API key. Send it as the header Authorization: Bearer fp_test_...")
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise _invalid("Malformed Authorization header. Use: Authorization: Bearer fp_test_...")
+    if token.startswith(ids.LIVE_KEY_PREFIX):
+        raise _invalid("Live mode is not enabled. Use a test key (fp_test_...).")
+    if not ids.looks_like_id(token, ids.API_KEY_PREFIX, KEY_BODY_LENGTH):
+        raise _invalid()
+    key_hash = ids.api_key_hash(token)
+    found = await storage.api_key_by_hash(key_hash)
+    if found is None:
+        raise _invalid()
+    api_key, merchant = found
+    # The lookup is by hash; comparing again in constant time keeps the check itself
+    # free of timing differences whatever the database does.
+    if not hmac.compare_digest(api_key.key_hash, key_hash):
+        raise _invalid()
+    if api_key.revoked_at is not None:
+        raise _invalid("This API key has been revoked.")
+    return Principal(merchant=merchant, api_key=api_key)

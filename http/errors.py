@@ -1,0 +1,93 @@
+"""The one place where errors become ApiError responses.
+
+Every error under /api/v1 (and every error the service raises anywhere) is answered as
+JSON `{"code", "message", "details", "request_id"}`; nothing answers HTML or a stack
+trace. Unexpected exceptions are logged with their request id and answered 500
+`internal_error` with no internals.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from quart import Response, g
+from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
+
+from fgcpay.domain import errors
+from fgcpay.logs import log_event
+
+JSON_TYPE = "application/json"
+
+# Werkzeug's HTTP errors, raised by routing and body reading, in the contract's words.
+_HTTP_ERRORS: dict[int, tuple[str, str]] = {
+    400: ("validation_error", "The request is malformed."),
+    404: ("not_found", "No such resource or path."),
+    405: ("method_not_allowed", "This method is not allowed on this path."),
+    408: ("request_timeout", "The request body did not arrive in time."),
+    413: ("payload_too_large", "The request body is larger than 64 KiB."),
+    415: ("unsupported_media_type", "Send the request body as application/json."),
+}
+
+
+def error_body(code: str, message: str, details: Any, request_id: str) -> bytes:
+    return json.dumps(
+        {"code": code, "message": message, "details": details, "request_id": request_id},
+        separators=(",", ":"),
+    ).encode()
+
+
+def api_error_response(error: errors.ServiceError) -> Response:
+    request_id = getattr(g, "request_id", "")
+    response = Response(
+        error_body(error.code, error.message, error.details_json(), request_id),
+        status=error.status,
+        content_type=JSON_TYPE,
+    )
+    if isinstance(error, errors.Unauthenticated):
+        response.headers["WWW-Authenticate"] = 'Bearer realm="fgcpay"'
+    if isinstance(error, errors.RateLimited):
+        response.headers["Retry-After"] = str(error.retry_after_seconds)
+    return response
+
+
+def from_http_exception(error: HTTPException) -> errors.ServiceError:
+    status = error.code or 500
+    code, message = _HTTP_ERRORS.get(status, ("internal_error", "The request could not be served."))
+    mapped = errors.ServiceError(message, None, code=code)
+    mapped.status = status
+    return mapped
+
+
+def register_error_handlers(app: QuartTrio) -> None:
+    @app.errorhandler(errors.ServiceError)
+    async def _service_error(error: errors.ServiceError) -> Response:
+        return api_error_response(error)
+
+    @app.errorhandler(HTTPException)
+    async def _http_error(error: HTTPException) -> Response:
+        response = api_error_response(from_http_exception(error))
+        if error.code == 405 and getattr(error, "valid_methods", None):
+            response.headers["Allow"] = ", ".join(sorted(error.valid_methods))  # type: ignore[attr-defined]
+        return response
+
+    @app.errorhandler(Exception)
+    async def _unexpected(error: Exception) -> Response:
+        log_event(
+            "unhandled error",
+            logging.ERROR,
+            request_id=getattr(g, "request_id", ""),
+            error_type=type(error).__name__,
+            exc_info_text=_traceback_text(error),
+        )
+        return api_error_response(
+            errors.InternalError("Something went wrong on our side. It has been logged.")
+        )
+
+
+def _traceback_text(error: BaseException) -> str:
+    import traceback
+
+    return "".join(traceback.format_exception(error))[-4000:]

@@ -1,0 +1,27 @@
+"""Liveness and readiness, outside /api/v1, for load balancers and process managers."""
+
+from __future__ import annotations
+
+from quart import Blueprint, Response, jsonify
+
+from fgcpay.domain import errors
+
+from .plumbing import current_service
+
+blueprint = Blueprint("health", __name__)
+
+
+@blueprint.get("/healthz")
+async def healthz() -> Response:
+    """The process is up and serving."""
+    return jsonify({"status": "ok"})
+
+
+@blueprint.get("/readyz")
+async def readyz() -> Response:
+    """The database answers; 503 `service_unavailable` otherwise."""
+    try:
+        await current_service().storage.ping()
+    except Exception:
+        raise errors.Unavailable("The database does not answer.") from None
+    return jsonify({"status": "ready"})

@@ -1,0 +1,72 @@
+"""The database seam: one `Tx` interface that repository code is written against, and the
+`Database` that runs a repository function as a read or as one write transaction.
+
+Repository functions are `async def fn(tx, *args)` that await nothing but `tx`. On
+PostgreSQL they run as real coroutines under asyncpg; on SQLite the same coroutine is
+driven to completion synchronously inside the writer thread (it never suspends), which
+is what lets that backend commit many callers' transactions together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class Row(Protocol):
+    def __getitem__(self, key: str) -> Any: ...
+
+
+class Tx(Protocol):
+    """One open transaction. SQL uses `?` placeholders on both backends."""
+
+    dialect: str  # "sqlite" or "postgresql"
+
+    async def fetch(self, sql: str, *args: Any) -> Sequence[Row]: ...
+
+    async def fetchrow(self, sql: str, *args: Any) -> Row | None: ...
+
+    async def fetchval(self, sql: str, *args: Any) -> Any: ...
+
+    async def execute(self, sql: str, *args: Any) -> int:
+        """Run a statement; return the number of rows it changed."""
+        ...
+
+
+RepoFn = Callable[Concatenate[Tx, P], Coroutine[Any, Any, T]]
+
+
+class Database(Protocol):
+    dialect: str
+
+    async def read(self, fn: RepoFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run `fn` against a consistent snapshot; it must not write."""
+        ...
+
+    async def write(self, fn: RepoFn[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run `fn` as one transaction; durable when this returns, rolled back if it raises."""
+        ...
+
+    async def ping(self) -> None:
+        """Raise unless the database answers."""
+        ...
+
+
+class StorageError(Exception):
+    """The database failed in a way the caller cannot fix (it maps to a 500 or 503)."""
+
+
+def drive_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends to completion, synchronously."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coro.close()
+    raise RuntimeError("a repository function awaited something other than its transaction")
+
+
+AwaitableFactory = Callable[[], Awaitable[T]]

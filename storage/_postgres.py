@@ -1,0 +1,125 @@
+"""PostgreSQL backend: asyncpg, run on trio through trio-asyncio.
+
+Each read or write crosses into asyncio once: the whole repository function runs there
+on a pooled connection, inside one transaction for a write.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import asyncpg
+import trio
+import trio_asyncio
+
+from ._database import RepoFn, Row, StorageError
+from ._migrations import Migration, pg_apply_migrations
+
+_PLACEHOLDER = re.compile(r"\?")
+
+
+@lru_cache(maxsize=1024)
+def to_pg(sql: str) -> str:
+    """`?` placeholders to asyncpg's `$1, $2, ...` (our SQL has no `?` in literals)."""
+    counter = iter(range(1, 10_000))
+    return _PLACEHOLDER.sub(lambda _: f"${next(counter)}", sql)
+
+
+class PgTx:
+    dialect = "postgresql"
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    async def fetch(self, sql: str, *args: Any) -> Sequence[Row]:
+        rows: Sequence[Row] = await self._conn.fetch(to_pg(sql), *args)
+        return rows
+
+    async def fetchrow(self, sql: str, *args: Any) -> Row | None:
+        row: Row | None = await self._conn.fetchrow(to_pg(sql), *args)
+        return row
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        return await self._conn.fetchval(to_pg(sql), *args)
+
+    async def execute(self, sql: str, *args: Any) -> int:
+        status: str = await self._conn.execute(to_pg(sql), *args)
+        tail = status.rsplit(" ", 1)[-1]
+        return int(tail) if tail.isdigit() else 0
+
+
+class PostgresDatabase:
+    """Open with `run` inside a nursery (it holds the trio-asyncio loop and the pool)."""
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str, pool_size: int) -> None:
+        self.url = url
+        self.pool_size = pool_size
+        self._loop: Any = None
+        self._pool: Any = None
+
+    async def run(
+        self,
+        migrations: list[Migration],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        async with trio_asyncio.open_loop() as loop:
+            self._loop = loop
+            try:
+                self._pool = await self._aio(asyncpg.create_pool)(
+                    self.url, min_size=1, max_size=self.pool_size
+                )
+            except (OSError, asyncpg.PostgresError) as error:
+                raise StorageError(f"cannot connect to PostgreSQL: {error}") from None
+            try:
+                await self._aio(self._migrate)(migrations)
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                pool, self._pool = self._pool, None
+                with trio.move_on_after(5, shield=True):
+                    await self._aio(pool.close)()
+
+    def _aio(self, fn: Any) -> Any:
+        return trio_asyncio.aio_as_trio(fn, loop=self._loop)
+
+    async def _migrate(self, migrations: list[Migration]) -> None:
+        async with self._pool.acquire() as conn:
+            await pg_apply_migrations(conn, migrations)
+
+    async def _in_tx(self, write: bool, fn: RepoFn[..., Any], args: Any, kwargs: Any) -> Any:
+        async with self._pool.acquire() as conn:
+            if write:
+                async with conn.transaction():
+                    return await fn(PgTx(conn), *args, **kwargs)
+            # Reads are single statements: each sees one consistent snapshot by itself.
+            return await fn(PgTx(conn), *args, **kwargs)
+
+    async def read(self, fn: RepoFn[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self._pool is None:
+            raise StorageError("the database is closed")
+        return await self._aio(self._in_tx)(False, fn, args, kwargs)
+
+    async def write(self, fn: RepoFn[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self._pool is None:
+            raise StorageError("the database is closed")
+        return await self._aio(self._in_tx)(True, fn, args, kwargs)
+
+    async def ping(self) -> None:
+        async def one(tx: Any) -> Any:
+            return await tx.fetchval("SELECT 1")
+
+        await self.read(one)
+
+    def asyncio_call(self, fn: Any) -> Any:
+        """Wrap an asyncio coroutine function to be awaited from trio (for LISTEN/NOTIFY)."""
+        return self._aio(fn)
+
+    @property
+    def pool(self) -> Any:
+        return self._pool

@@ -1,0 +1,81 @@
+"""The one storage interface the rest of the service uses, over either backend."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import trio
+
+from fgcpay.domain.merchants import ApiKey, Merchant
+
+from . import merchants
+from ._database import Database
+from ._migrations import load_migrations
+from ._postgres import PostgresDatabase
+from ._sqlite import SqliteDatabase, sqlite_path
+
+
+class Storage:
+    """Domain-level reads and writes. Every write is one transaction."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @property
+    def dialect(self) -> str:
+        return self.db.dialect
+
+    async def ping(self) -> None:
+        await self.db.ping()
+
+    # -- merchants and keys -----------------------------------------------------------
+
+    async def create_merchant(self, merchant: Merchant, key: ApiKey | None) -> bool:
+        return await self.db.write(merchants.insert_merchant, merchant, key)
+
+    async def add_api_key(self, key: ApiKey) -> None:
+        await self.db.write(merchants.insert_api_key, key)
+
+    async def merchant(self, merchant_id: str) -> Merchant | None:
+        return await self.db.read(merchants.merchant_by_id, merchant_id)
+
+    async def merchant_by_email(self, email: str) -> Merchant | None:
+        return await self.db.read(merchants.merchant_by_email, email)
+
+    async def api_key_by_hash(self, key_hash: str) -> tuple[ApiKey, Merchant] | None:
+        return await self.db.read(merchants.api_key_by_hash, key_hash)
+
+    async def api_keys(self, merchant_id: str) -> list[ApiKey]:
+        return await self.db.read(merchants.api_keys_of, merchant_id)
+
+    async def touch_api_key(self, key_id: str, now_us: int) -> None:
+        await self.db.write(merchants.touch_api_key, key_id, now_us)
+
+    async def revoke_api_key(self, merchant_id: str, key_id: str, now_us: int) -> bool:
+        return await self.db.write(merchants.revoke_api_key, merchant_id, key_id, now_us)
+
+
+@asynccontextmanager
+async def open_storage(database_url: str, pool_size: int = 10) -> AsyncIterator[Storage]:
+    """Open the database named by `database_url`, apply migrations, and yield `Storage`.
+
+    Closing waits for queued writes to commit (SQLite) or closes the pool (PostgreSQL).
+    """
+    migrations = load_migrations()
+    if database_url.startswith(("postgresql://", "postgres://")):
+        pg = PostgresDatabase(database_url, pool_size)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(pg.run, migrations)
+            try:
+                yield Storage(pg)
+            finally:
+                nursery.cancel_scope.cancel()
+        return
+    sqlite = SqliteDatabase(sqlite_path(database_url))
+    await trio.to_thread.run_sync(sqlite.start, migrations)
+    try:
+        yield Storage(sqlite)
+    finally:
+        with trio.CancelScope(shield=True):
+            await sqlite.stop()

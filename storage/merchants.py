@@ -1,0 +1,116 @@
+"""SQL for merchants and API keys."""
+
+from __future__ import annotations
+
+from fgcpay.domain.merchants import ApiKey, Merchant
+
+from ._database import Row, Tx
+
+_KEY_COLUMNS = "id, merchant_id, key_hash, prefix, last4, created_at, last_used_at, revoked_at"
+
+
+def _merchant(row: Row) -> Merchant:
+    return Merchant(
+        id=row["id"],
+        name=row["name"],
+        email=row["email"],
+        created_at=row["created_at"],
+        password_hash=row["password_hash"],
+    )
+
+
+def _api_key(row: Row) -> ApiKey:
+    return ApiKey(
+        id=row["id"],
+        merchant_id=row["merchant_id"],
+        key_hash=row["key_hash"],
+        prefix=row["prefix"],
+        last4=row["last4"],
+        created_at=row["created_at"],
+        last_used_at=row["last_used_at"],
+        revoked_at=row["revoked_at"],
+    )
+
+
+async def insert_merchant(tx: Tx, merchant: Merchant, key: ApiKey | None) -> bool:
+    """Insert the merchant (and its first key); False when the email is taken."""
+    inserted = await tx.execute(
+        "INSERT INTO merchants (id, name, email, password_hash, created_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (email) DO NOTHING",
+        merchant.id,
+        merchant.name,
+        merchant.email,
+        merchant.password_hash,
+        merchant.created_at,
+    )
+    if not inserted:
+        return False
+    if key is not None:
+        await insert_api_key(tx, key)
+    return True
+
+
+async def insert_api_key(tx: Tx, key: ApiKey) -> None:
+    await tx.execute(
+        f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        key.id,
+        key.merchant_id,
+        key.key_hash,
+        key.prefix,
+        key.last4,
+        key.created_at,
+        key.last_used_at,
+        key.revoked_at,
+    )
+
+
+async def merchant_by_id(tx: Tx, merchant_id: str) -> Merchant | None:
+    row = await tx.fetchrow("SELECT * FROM merchants WHERE id = ?", merchant_id)
+    return None if row is None else _merchant(row)
+
+
+async def merchant_by_email(tx: Tx, email: str) -> Merchant | None:
+    row = await tx.fetchrow("SELECT * FROM merchants WHERE email = ?", email)
+    return None if row is None else _merchant(row)
+
+
+async def api_key_by_hash(tx: Tx, key_hash: str) -> tuple[ApiKey, Merchant] | None:
+    row = await tx.fetchrow(
+        "SELECT k.id, k.merchant_id, k.key_hash, k.prefix, k.last4, k.created_at,"
+        " k.last_used_at, k.revoked_at, m.name, m.email, m.password_hash,"
+        " m.created_at AS merchant_created_at"
+        " FROM api_keys k JOIN merchants m ON m.id = k.merchant_id WHERE k.key_hash = ?",
+        key_hash,
+    )
+    if row is None:
+        return None
+    merchant = Merchant(
+        id=row["merchant_id"],
+        name=row["name"],
+        email=row["email"],
+        created_at=row["merchant_created_at"],
+        password_hash=row["password_hash"],
+    )
+    return _api_key(row), merchant
+
+
+async def api_keys_of(tx: Tx, merchant_id: str) -> list[ApiKey]:
+    rows = await tx.fetch(
+        f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE merchant_id = ? ORDER BY created_at DESC, id DESC",
+        merchant_id,
+    )
+    return [_api_key(row) for row in rows]
+
+
+async def touch_api_key(tx: Tx, key_id: str, now_us: int) -> None:
+    await tx.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", now_us, key_id)
+
+
+async def revoke_api_key(tx: Tx, merchant_id: str, key_id: str, now_us: int) -> bool:
+    changed = await tx.execute(
+        "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND merchant_id = ? AND revoked_at IS NULL",
+        now_us,
+        key_id,
+        merchant_id,
+    )
+    return changed > 0
