@@ -11,6 +11,7 @@ import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import attrs
@@ -98,26 +99,40 @@ async def wait_for_signal() -> None:
             return
 
 
+@attrs.frozen
+class Running:
+    """What `serve` reports once it accepts connections."""
+
+    urls: list[str]
+    service: Service
+
+
 async def serve(
     settings: Settings,
     *,
     sockets: Sockets | None = None,
     shutdown_trigger: Callable[[], Awaitable[Any]] | None = None,
     clock: Clock | None = None,
-    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[Running] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run one worker: the service and hypercorn inside one root nursery.
 
-    `task_status.started` reports the bound addresses (`http://127.0.0.1:PORT`).
+    `task_status.started` reports the bound addresses (`http://127.0.0.1:PORT`) and the
+    running service. Returns after `shutdown_trigger` (default: SIGTERM or SIGINT) and a
+    graceful drain of at most `settings.shutdown_grace_seconds`.
     """
     config = hypercorn_config(settings)
     async with open_service(settings, clock) as service:
         app = wrap_app(create_app(service), config.wsgi_max_body_size, "asgi")
-        await worker_serve(
-            app,
-            config,
-            sockets=sockets,
-            shutdown_trigger=shutdown_trigger or wait_for_signal,
-            task_status=task_status,
-        )
+        async with trio.open_nursery() as nursery:
+            urls = await nursery.start(
+                partial(
+                    worker_serve,
+                    app,
+                    config,
+                    sockets=sockets,
+                    shutdown_trigger=shutdown_trigger or wait_for_signal,
+                )
+            )
+            task_status.started(Running(urls=urls, service=service))
     log_event("stopped")

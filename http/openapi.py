@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from quart import Blueprint, Response
@@ -14,7 +14,8 @@ blueprint = Blueprint("openapi", __name__)
 
 @cache
 def document() -> dict[str, Any]:
-    text = resources.files("fgcpay.http").joinpath("openapi.json").read_text("utf-8")
+    # fgcpay.http is a namespace package (see pyproject.toml): read beside this file.
+    text = (Path(__file__).parent / "openapi.json").read_text("utf-8")
     doc: dict[str, Any] = json.loads(text)
     return doc
 

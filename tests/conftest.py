@@ -1,0 +1,135 @@
+"""Shared fixtures: both storage backends, a real service over loopback, merchants."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import attrs
+import httpx
+import pytest
+import trio
+
+from fgcpay.admin import CreatedMerchant, create_merchant
+from fgcpay.service import Running, serve
+from fgcpay.settings import Settings
+from fgcpay.storage import Storage, open_storage
+from pg_cluster import PgCluster, start_cluster
+
+BACKENDS = ["sqlite", "postgresql"]
+TEST_SECRET = "test-secret-key-" + "x" * 32
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster | None]:
+    try:
+        cluster = start_cluster()
+    except FileNotFoundError as error:
+        if os.environ.get("FGCPAY_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"PostgreSQL is required here but {error}")
+        yield None
+        return
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path, pg_cluster: PgCluster | None) -> str:
+    """A fresh, empty database on each backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/fgcpay.sqlite3"
+    if pg_cluster is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+    name = "t_" + secrets.token_hex(6)
+    pg_cluster.psql(f"CREATE DATABASE {name}")
+    return pg_cluster.url(name)
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(
+        env="test",
+        database_url=database_url,
+        host="127.0.0.1",
+        port=0,
+        public_url="http://127.0.0.1:0",
+        secret_key=TEST_SECRET,
+        shutdown_grace_seconds=2.0,
+        db_pool_size=5,
+    )
+
+
+@pytest.fixture
+async def storage(database_url: str) -> AsyncIterator[Storage]:
+    async with open_storage(database_url, 5) as opened:
+        yield opened
+
+
+@attrs.define
+class Server:
+    """A running service on 127.0.0.1 and an HTTP client for it."""
+
+    running: Running
+    client: httpx.AsyncClient
+    stop: trio.Event
+
+    @property
+    def url(self) -> str:
+        return self.running.urls[0]
+
+    @property
+    def storage(self) -> Storage:
+        return self.running.service.storage
+
+    async def merchant(self, name: str = "Acme Coffee") -> MerchantClient:
+        email = f"{secrets.token_hex(4)}@example.com"
+        created = await create_merchant(self.storage, name, email)
+        return MerchantClient(created, self.client)
+
+
+@attrs.define
+class MerchantClient:
+    """A merchant and a client that sends its key."""
+
+    created: CreatedMerchant
+    http: httpx.AsyncClient
+
+    @property
+    def id(self) -> str:
+        return self.created.merchant.id
+
+    @property
+    def key(self) -> str:
+        return self.created.api_key
+
+    def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}", **(extra or {})}
+
+    async def get(self, path: str, **kwargs: object) -> httpx.Response:
+        return await self.http.get(path, headers=self.headers(kwargs.pop("headers", None)), **kwargs)  # type: ignore[arg-type]
+
+    async def post(self, path: str, **kwargs: object) -> httpx.Response:
+        return await self.http.post(path, headers=self.headers(kwargs.pop("headers", None)), **kwargs)  # type: ignore[arg-type]
+
+
+async def start_server(nursery: trio.Nursery, settings: Settings, **serve_kwargs: object) -> Server:
+    stop = trio.Event()
+    running: Running = await nursery.start(
+        lambda task_status: serve(settings, shutdown_trigger=stop.wait, task_status=task_status, **serve_kwargs)  # type: ignore[arg-type]
+    )
+    client = httpx.AsyncClient(base_url=running.urls[0] + "/api/v1", timeout=30)
+    return Server(running=running, client=client, stop=stop)
+
+
+@pytest.fixture
+async def server(nursery: trio.Nursery, settings: Settings) -> AsyncIterator[Server]:
+    srv = await start_server(nursery, settings)
+    try:
+        yield srv
+    finally:
+        await srv.client.aclose()
+        srv.stop.set()
