@@ -1,0 +1,5 @@
+"""The actor runtime and the actors that own checkout sessions (and, later, subscriptions)."""
+
+from ._runtime import ActorHost, Behaviour
+
+__all__ = ["ActorHost", "Behaviour"]

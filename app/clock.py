@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import Protocol
 
 import trio
 
-MICROS = 1_000_000
+from fgcpay.domain.times import MICROS
+
 
 
 class Clock(Protocol):
@@ -37,14 +37,3 @@ class TrioClock:
 
     def now_us(self) -> int:
         return self._start_us + int((trio.current_time() - self._start_trio) * MICROS)
-
-
-def to_datetime(us: int) -> datetime:
-    return datetime.fromtimestamp(us / MICROS, tz=UTC)
-
-
-def iso_ms(us: int) -> str:
-    """ISO 8601, UTC, millisecond precision, `Z` suffix: how the API writes times."""
-    seconds, micros = divmod(us, MICROS)
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-    return f"{stamp}.{micros // 1000:03d}Z"

@@ -20,7 +20,11 @@ from hypercorn.config import Config, Sockets
 from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
+from fgcpay.actors import ActorHost
+from fgcpay.actors.checkout_session import CheckoutSessionActor, CheckoutSessions
+from fgcpay.actors.expiry import ExpirySweeper
 from fgcpay.clock import Clock, SystemClock
+from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.merchants import ApiKey
 from fgcpay.http.app import create_app
 from fgcpay.http.rate_limit import RateLimiter
@@ -41,6 +45,9 @@ class Service:
     storage: Storage
     nursery: trio.Nursery
     rate_limiter: RateLimiter
+    actors: ActorHost
+    checkout: CheckoutSessions
+    sweeper: ExpirySweeper
     _touched: dict[str, int] = attrs.field(factory=dict)
 
     def note_key_used(self, key: ApiKey) -> None:
@@ -64,19 +71,60 @@ class Service:
 @asynccontextmanager
 async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Service]:
     """Start storage and the background parts; yield the running `Service`; stop them all."""
+    clock = clock or SystemClock()
     async with open_storage(settings.database_url, settings.db_pool_size) as storage:
         async with trio.open_nursery() as nursery:
+            actors = ActorHost(
+                idle_seconds=settings.actor_idle_seconds,
+                ask_timeout=settings.actor_ask_timeout_seconds,
+            )
+            sweeper = ExpirySweeper(storage, actors, clock)
+
+            def session_changed(session: CheckoutSession) -> None:
+                pass  # live status subscribers and webhooks hook in here
+
+            actors.register(CheckoutSessionActor(storage, clock, session_changed))
             service = Service(
                 settings=settings,
-                clock=clock or SystemClock(),
+                clock=clock,
                 storage=storage,
                 nursery=nursery,
                 rate_limiter=RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
+                actors=actors,
+                checkout=CheckoutSessions(
+                    storage=storage,
+                    host=actors,
+                    clock=clock,
+                    ttl_seconds=settings.checkout_ttl_seconds,
+                    eur_cents_per_fgc=settings.eur_cents_per_fgc,
+                    on_created=lambda session: sweeper.schedule(session.expires_at),
+                ),
+                sweeper=sweeper,
             )
+            await nursery.start(actors.run)
+            await nursery.start(sweeper.run)
+            await nursery.start(run_housekeeping, storage, clock)
             try:
                 yield service
             finally:
                 nursery.cancel_scope.cancel()
+
+
+HOUSEKEEPING_SECONDS = 600.0
+
+
+async def run_housekeeping(
+    storage: Storage, clock: Clock, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Drop idempotency records past their 24 hours, every few minutes."""
+    task_status.started()
+    while True:
+        try:
+            while await storage.purge_idempotency_keys(clock.now_us()) > 0:
+                pass
+        except Exception as error:
+            log_event("housekeeping failed", logging.WARNING, error_type=type(error).__name__)
+        await trio.sleep(HOUSEKEEPING_SECONDS)
 
 
 def hypercorn_config(settings: Settings, workers: int = 1) -> Config:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from quart_trio import QuartTrio
 
-from . import errors, health, openapi, plumbing
+from . import checkout_sessions, errors, health, openapi, plumbing
 from .body import MAX_BODY_BYTES
 
 if TYPE_CHECKING:
@@ -30,4 +30,5 @@ def create_app(service: Service) -> QuartTrio:
     plumbing.install(app)
     app.register_blueprint(health.blueprint)
     app.register_blueprint(openapi.blueprint)
+    app.register_blueprint(checkout_sessions.blueprint)
     return app

@@ -8,8 +8,10 @@ from contextlib import asynccontextmanager
 import trio
 
 from fgcpay.domain.merchants import ApiKey, Merchant
+from fgcpay.domain.checkout import CheckoutSession
+from fgcpay.domain.idempotency import Claim, Completion, Scope
 
-from . import merchants
+from . import checkout_sessions, idempotency, merchants
 from ._database import Database
 from ._migrations import load_migrations
 from ._postgres import PostgresDatabase
@@ -54,6 +56,51 @@ class Storage:
 
     async def revoke_api_key(self, merchant_id: str, key_id: str, now_us: int) -> bool:
         return await self.db.write(merchants.revoke_api_key, merchant_id, key_id, now_us)
+
+    # -- checkout sessions --------------------------------------------------------------
+
+    async def insert_checkout_session(
+        self, session: CheckoutSession, completion: Completion | None = None
+    ) -> None:
+        await self.db.write(checkout_sessions.insert, session, completion)
+
+    async def checkout_session(self, session_id: str) -> CheckoutSession | None:
+        return await self.db.read(checkout_sessions.by_id, session_id)
+
+    async def merchant_checkout_session(
+        self, merchant_id: str, session_id: str
+    ) -> CheckoutSession | None:
+        return await self.db.read(checkout_sessions.of_merchant, merchant_id, session_id)
+
+    async def checkout_sessions_page(
+        self, merchant_id: str, status: str | None, after: tuple[int, str] | None, limit: int
+    ) -> list[CheckoutSession]:
+        return await self.db.read(checkout_sessions.page, merchant_id, status, after, limit)
+
+    async def checkout_sessions_due(self, now_us: int, limit: int) -> list[str]:
+        return await self.db.read(checkout_sessions.due_for_expiry, now_us, limit)
+
+    async def next_checkout_expiry(self) -> int | None:
+        return await self.db.read(checkout_sessions.next_expiry)
+
+    async def expire_checkout_session(self, session: CheckoutSession, now_us: int) -> bool:
+        return await self.db.write(checkout_sessions.mark_expired, session, now_us)
+
+    # -- idempotency ---------------------------------------------------------------------
+
+    async def claim_idempotency_key(
+        self, scope: Scope, request_hash: str, owner: str, now_us: int
+    ) -> Claim:
+        return await self.db.write(idempotency.claim, scope, request_hash, owner, now_us)
+
+    async def complete_idempotency_key(self, completion: Completion) -> None:
+        await self.db.write(idempotency.complete, completion)
+
+    async def release_idempotency_key(self, scope: Scope, owner: str) -> None:
+        await self.db.write(idempotency.release, scope, owner)
+
+    async def purge_idempotency_keys(self, now_us: int, limit: int = 1000) -> int:
+        return await self.db.write(idempotency.purge_expired, now_us, limit)
 
 
 @asynccontextmanager

@@ -1,0 +1,220 @@
+"""The actor runtime: virtual actors on trio, one task per live actor id.
+
+- Activation on demand: the first message to an id starts its task, which loads the
+  actor's state from storage. Each actor handles one message at a time, so its state
+  transitions are serialized; storage still decides with conditional writes.
+- Bounded mailboxes (`trio.open_memory_channel`); `ask` waits for a reply with a timeout
+  (503 `service_unavailable` when it lapses), `tell` does not wait for one.
+- Passivation: an actor idle for `idle_seconds` with an empty mailbox ends and leaves the
+  registry, in one step with no checkpoint in between, closing its mailbox. A sender that
+  raced it finds the mailbox closed and delivers to a fresh activation instead, so a
+  message is never lost and never delivered twice.
+- Supervision: an actor that raises is restarted from storage, at most `max_restarts`
+  times in a row; the message it was handling is answered 503. `trio.Cancelled` always
+  passes through, and every actor task lives in the host's nursery under the root.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable
+from typing import Any, Generic, Protocol, TypeVar
+
+import attrs
+import trio
+
+from fgcpay.domain import errors
+from fgcpay.logs import log_event
+
+S = TypeVar("S")
+
+
+class Behaviour(Protocol[S]):
+    """One kind of actor: how to load its state and how it handles a message."""
+
+    kind: str
+
+    async def activate(self, actor_id: str) -> S:
+        """Load the actor's state from storage (called on start and after a crash)."""
+        ...
+
+    async def receive(self, actor_id: str, state: S, message: Any) -> tuple[S, Any]:
+        """Handle one message; return the new state and the reply.
+
+        Raising a `ServiceError` answers the asker with it and keeps the actor as it was;
+        any other exception is a crash.
+        """
+        ...
+
+
+@attrs.define(eq=False)
+class _Reply:
+    done: trio.Event = attrs.field(factory=trio.Event)
+    value: Any = None
+    error: BaseException | None = None
+
+    def answer(self, value: Any) -> None:
+        if not self.done.is_set():
+            self.value = value
+            self.done.set()
+
+    def fail(self, error: BaseException) -> None:
+        if not self.done.is_set():
+            self.error = error
+            self.done.set()
+
+
+@attrs.define(eq=False)
+class _Envelope:
+    message: Any
+    reply: _Reply | None
+
+
+@attrs.define(eq=False)
+class _Actor(Generic[S]):
+    key: tuple[str, str]
+    send: trio.MemorySendChannel[_Envelope]
+    mailbox: trio.MemoryReceiveChannel[_Envelope]
+    activations: int = 0
+
+
+class ActorHost:
+    """Runs actors of the registered kinds. Start it with `nursery.start(host.run)`."""
+
+    def __init__(
+        self,
+        *,
+        idle_seconds: float = 60.0,
+        ask_timeout: float = 10.0,
+        mailbox_size: int = 16,
+        max_restarts: int = 3,
+    ) -> None:
+        self.idle_seconds = idle_seconds
+        self.ask_timeout = ask_timeout
+        self.mailbox_size = mailbox_size
+        self.max_restarts = max_restarts
+        self._behaviours: dict[str, Behaviour[Any]] = {}
+        self._actors: dict[tuple[str, str], _Actor[Any]] = {}
+        self._nursery: trio.Nursery | None = None
+        self.activations = 0  # total, for tests and metrics
+        self.crashes = 0
+
+    def register(self, behaviour: Behaviour[Any]) -> None:
+        self._behaviours[behaviour.kind] = behaviour
+
+    @property
+    def live(self) -> int:
+        """How many actors are active now."""
+        return len(self._actors)
+
+    def is_live(self, kind: str, actor_id: str) -> bool:
+        return (kind, actor_id) in self._actors
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
+
+    async def ask(self, kind: str, actor_id: str, message: Hashable) -> Any:
+        """Send `message` and wait for the reply; 503 when none comes within the timeout."""
+        reply = _Reply()
+        with trio.move_on_after(self.ask_timeout):
+            await self._deliver(kind, actor_id, _Envelope(message, reply))
+            await reply.done.wait()
+        if not reply.done.is_set():
+            raise errors.Unavailable("The service is busy; please retry.")
+        if reply.error is not None:
+            raise reply.error
+        return reply.value
+
+    async def tell(self, kind: str, actor_id: str, message: Hashable) -> None:
+        """Queue `message` without waiting for it to be handled (waits for mailbox room)."""
+        await self._deliver(kind, actor_id, _Envelope(message, None))
+
+    async def _deliver(self, kind: str, actor_id: str, envelope: _Envelope) -> None:
+        key = (kind, actor_id)
+        while True:
+            actor = self._actors.get(key) or self._activate(key)
+            try:
+                await actor.send.send(envelope)
+                return
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                # It passivated or gave up after we looked it up: the message never
+                # entered its mailbox, so a fresh activation takes it.
+                continue
+
+    def _activate(self, key: tuple[str, str]) -> _Actor[Any]:
+        if key[0] not in self._behaviours:
+            raise LookupError(f"no actor kind {key[0]!r}")
+        if self._nursery is None:
+            raise errors.Unavailable("The service is shutting down.")
+        send, mailbox = trio.open_memory_channel[_Envelope](self.mailbox_size)
+        actor: _Actor[Any] = _Actor(key=key, send=send, mailbox=mailbox)
+        self._actors[key] = actor
+        self.activations += 1
+        self._nursery.start_soon(self._live, actor, name=f"actor {key[0]} {key[1]}")
+        return actor
+
+    async def _live(self, actor: _Actor[Any]) -> None:
+        behaviour = self._behaviours[actor.key[0]]
+        actor_id = actor.key[1]
+        failures = 0
+        try:
+            while True:
+                current: _Envelope | None = None
+                try:
+                    state = await behaviour.activate(actor_id)
+                    actor.activations += 1
+                    while True:
+                        current = None
+                        with trio.move_on_after(self.idle_seconds):
+                            current = await actor.mailbox.receive()
+                        if current is None:
+                            if actor.mailbox.statistics().current_buffer_used == 0:
+                                return  # passivate; `finally` closes the mailbox at once
+                            continue
+                        try:
+                            state, value = await behaviour.receive(actor_id, state, current.message)
+                        except errors.ServiceError as refusal:
+                            if current.reply is not None:
+                                current.reply.fail(refusal)
+                            continue
+                        if current.reply is not None:
+                            current.reply.answer(value)
+                        failures = 0
+                except Exception as crash:
+                    failures += 1
+                    self.crashes += 1
+                    log_event(
+                        "actor crashed",
+                        logging.ERROR,
+                        kind=actor.key[0],
+                        actor_id=actor_id,
+                        error_type=type(crash).__name__,
+                        error=str(crash)[:300],
+                        restarts_left=max(0, self.max_restarts - failures + 1),
+                    )
+                    if current is not None and current.reply is not None:
+                        current.reply.fail(errors.Unavailable("The service is busy; please retry."))
+                    if failures > self.max_restarts:
+                        return
+        finally:
+            self._retire(actor)
+
+    def _retire(self, actor: _Actor[Any]) -> None:
+        # No checkpoint in here: leaving the registry and closing the mailbox happen
+        # together, so a sender either got in before (and we answer it) or finds it closed.
+        if self._actors.get(actor.key) is actor:
+            del self._actors[actor.key]
+        while True:
+            try:
+                left = actor.mailbox.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+            if left.reply is not None:
+                left.reply.fail(errors.Unavailable("The service is busy; please retry."))
+        actor.mailbox.close()

@@ -1,0 +1,64 @@
+"""List queries and the list envelope, per the contract's "Lists" section."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from .errors import FieldError, ValidationFailed
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+
+
+@attrs.frozen
+class ListQuery:
+    limit: int
+    status: str | None
+    starting_after: str | None
+
+
+def parse_list_query(args: Mapping[str, Sequence[str]], statuses: Sequence[str]) -> ListQuery:
+    """`limit` 1..100 (default 20), `status` one of `statuses`, `starting_after` a cursor.
+
+    Any other parameter, a repeated one, or a bad value is a 400 naming it.
+    """
+    problems: list[FieldError] = []
+    known = {"limit", "status", "starting_after"}
+    for name in sorted(set(args) - known):
+        problems.append(FieldError(name, "Unknown query parameter."))
+    values: dict[str, str] = {}
+    for name in known & set(args):
+        given = args[name]
+        if len(given) != 1:
+            problems.append(FieldError(name, "Give this parameter once."))
+        else:
+            values[name] = given[0]
+    limit = DEFAULT_LIMIT
+    if "limit" in values:
+        raw = values["limit"]
+        if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+            problems.append(FieldError("limit", f"Must be an integer from 1 to {MAX_LIMIT}."))
+        else:
+            limit = int(raw)
+    status = values.get("status")
+    if status is not None and status not in statuses:
+        problems.append(FieldError("status", "Must be one of: " + ", ".join(statuses) + "."))
+    starting_after = values.get("starting_after")
+    if starting_after is not None and not starting_after:
+        problems.append(FieldError("starting_after", "Must be a next_cursor from a previous page."))
+    if problems:
+        raise ValidationFailed(problems, "The query string has invalid parameters.")
+    return ListQuery(limit=limit, status=status, starting_after=starting_after)
+
+
+def envelope(data: list[dict[str, Any]], has_more: bool, last_id: str | None) -> dict[str, Any]:
+    """`{"object": "list", "data", "has_more", "next_cursor"}`; the cursor is the last id."""
+    return {
+        "object": "list",
+        "data": data,
+        "has_more": has_more,
+        "next_cursor": last_id if has_more else None,
+    }

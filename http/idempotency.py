@@ -1,0 +1,146 @@
+"""`Idempotency-Key` for POST endpoints, as one mechanism each endpoint reuses.
+
+Scope is merchant + method + path + key, kept 24 hours. A request claims its key in
+storage first; only one request at a time can hold a key. The final answer is stored
+with the request's own write (one transaction) when the handler can do that, or right
+after for answers that changed nothing (4xx). Same key and same body replays the stored
+answer byte for byte with `Idempotent-Replayed: true`; a different body is 409
+`idempotency_key_conflict`; the same key while the first is in flight is 409
+`idempotency_key_in_use`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Awaitable, Callable
+from functools import wraps
+from typing import Any, ParamSpec
+
+import attrs
+import trio
+from quart import Response, g, request
+
+from fgcpay.domain import errors
+from fgcpay.domain.fields import canonical_json
+from fgcpay.domain.idempotency import (
+    Completion,
+    IdempotencyLost,
+    Scope,
+    StoredResponse,
+    key_problem,
+    request_hash,
+)
+
+from .errors import api_error_response
+from .plumbing import current_service, principal
+
+P = ParamSpec("P")
+HEADER = "Idempotency-Key"
+# Answers that changed nothing final; never stored: 401, 409-in-use, 429 and 5xx.
+_NOT_STORED = {401, 429}
+_KEPT_HEADERS = ("Content-Type", "Deprecation", "Location")
+
+
+@attrs.define
+class Pending:
+    """The claim the current request holds on its key."""
+
+    scope: Scope
+    owner: str
+    recorded: bool = False
+
+    def completion(self, status: int, headers: dict[str, str], body: str) -> Completion:
+        return Completion(self.scope, self.owner, StoredResponse(status, headers, body))
+
+
+def pending() -> Pending | None:
+    """The current request's claim, for handlers that store their answer with their write."""
+    found: Pending | None = getattr(g, "idempotency", None)
+    return found
+
+
+def _fingerprint(raw: bytes) -> str:
+    try:
+        parsed = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return request_hash(b"raw:" + raw)
+    return request_hash(canonical_json(parsed).encode("utf-8"))
+
+
+def _replay(stored: StoredResponse) -> Response:
+    response = Response(stored.body, status=stored.status, headers=stored.headers)
+    response.headers["Idempotent-Replayed"] = "true"
+    return response
+
+
+def _is_final(response: Response) -> bool:
+    return response.status_code not in _NOT_STORED and response.status_code < 500
+
+
+def idempotent(
+    handler: Callable[P, Awaitable[Response]],
+) -> Callable[P, Awaitable[Response]]:
+    @wraps(handler)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> Response:
+        g.idempotency = None
+        key = request.headers.get(HEADER)
+        if key is None:
+            return await handler(*args, **kwargs)
+        problem = key_problem(key)
+        if problem:
+            raise errors.ValidationFailed([errors.FieldError(HEADER, problem)], problem)
+        service = current_service()
+        raw = await request.get_data(cache=True)
+        scope = Scope(principal().merchant.id, request.method, request.path, key)
+        fingerprint = _fingerprint(raw)
+        owner = secrets.token_hex(12)
+        claim = await service.storage.claim_idempotency_key(
+            scope, fingerprint, owner, service.clock.now_us()
+        )
+        if not claim.owned:
+            if claim.request_hash != fingerprint:
+                raise errors.Conflict(
+                    "This Idempotency-Key was used with a different request body.",
+                    code="idempotency_key_conflict",
+                )
+            if claim.response is None:
+                raise errors.Conflict(
+                    "A request with this Idempotency-Key is still in progress; retry shortly.",
+                    code="idempotency_key_in_use",
+                )
+            return _replay(claim.response)
+
+        claimed = g.idempotency = Pending(scope, owner)
+        try:
+            try:
+                response = await handler(*args, **kwargs)
+            except IdempotencyLost:
+                claimed.recorded = True  # nothing of ours remains to release
+                raise errors.Conflict(
+                    "A request with this Idempotency-Key is still in progress; retry shortly.",
+                    code="idempotency_key_in_use",
+                ) from None
+            except errors.ServiceError as error:
+                response = api_error_response(error)
+            if not claimed.recorded:
+                if _is_final(response):
+                    body = await response.get_data(as_text=True)
+                    await service.storage.complete_idempotency_key(
+                        claimed.completion(
+                            response.status_code, stored_headers(response.headers), str(body)
+                        )
+                    )
+                    claimed.recorded = True
+            return response
+        finally:
+            if not claimed.recorded:
+                with trio.CancelScope(shield=True):
+                    await service.storage.release_idempotency_key(scope, owner)
+
+    return wrapper
+
+
+def stored_headers(headers: Any) -> dict[str, str]:
+    """The headers a replay repeats (a replay gets its own Request-Id and RateLimit)."""
+    return {h: str(headers[h]) for h in _KEPT_HEADERS if h in headers}

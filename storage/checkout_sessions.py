@@ -1,0 +1,122 @@
+"""SQL for checkout sessions."""
+
+from __future__ import annotations
+
+from fgcpay.domain.checkout import CheckoutSession
+from fgcpay.domain.idempotency import Completion
+
+from . import idempotency
+from ._database import Row, Tx
+
+COLUMNS = (
+    "id, merchant_id, status, version, amount_minor, currency, eur_cents, description,"
+    " success_url, cancel_url, customer_email, customer_reference, external_reference,"
+    " metadata, created_at, updated_at, expires_at, paid_at"
+)
+
+
+def from_row(row: Row) -> CheckoutSession:
+    return CheckoutSession(
+        id=row["id"],
+        merchant_id=row["merchant_id"],
+        status=row["status"],
+        version=row["version"],
+        amount_minor=row["amount_minor"],
+        currency=row["currency"],
+        eur_cents=row["eur_cents"],
+        description=row["description"],
+        success_url=row["success_url"],
+        cancel_url=row["cancel_url"],
+        customer_email=row["customer_email"],
+        customer_reference=row["customer_reference"],
+        external_reference=row["external_reference"],
+        metadata_json=row["metadata"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        expires_at=row["expires_at"],
+        paid_at=row["paid_at"],
+    )
+
+
+async def insert(tx: Tx, session: CheckoutSession, completion: Completion | None) -> None:
+    """Insert a new session and, in the same transaction, its idempotency answer."""
+    s = session
+    await tx.execute(
+        f"INSERT INTO checkout_sessions ({COLUMNS})"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        s.id, s.merchant_id, s.status, s.version, s.amount_minor, s.currency, s.eur_cents,
+        s.description, s.success_url, s.cancel_url, s.customer_email, s.customer_reference,
+        s.external_reference, s.metadata_json, s.created_at, s.updated_at, s.expires_at, s.paid_at,
+    )  # fmt: skip
+    if completion is not None:
+        await idempotency.complete(tx, completion)
+
+
+async def by_id(tx: Tx, session_id: str) -> CheckoutSession | None:
+    row = await tx.fetchrow(f"SELECT {COLUMNS} FROM checkout_sessions WHERE id = ?", session_id)
+    return None if row is None else from_row(row)
+
+
+async def of_merchant(tx: Tx, merchant_id: str, session_id: str) -> CheckoutSession | None:
+    row = await tx.fetchrow(
+        f"SELECT {COLUMNS} FROM checkout_sessions WHERE id = ? AND merchant_id = ?",
+        session_id,
+        merchant_id,
+    )
+    return None if row is None else from_row(row)
+
+
+async def page(
+    tx: Tx,
+    merchant_id: str,
+    status: str | None,
+    after: tuple[int, str] | None,
+    limit: int,
+) -> list[CheckoutSession]:
+    """Up to `limit` sessions, newest first (`created_at` desc, then `id` desc),
+    strictly after the cursor position `after` = (created_at, id)."""
+    where = ["merchant_id = ?"]
+    args: list[object] = [merchant_id]
+    if status is not None:
+        where.append("status = ?")
+        args.append(status)
+    if after is not None:
+        where.append("(created_at < ? OR (created_at = ? AND id < ?))")
+        args += [after[0], after[0], after[1]]
+    rows = await tx.fetch(
+        f"SELECT {COLUMNS} FROM checkout_sessions WHERE {' AND '.join(where)}"
+        " ORDER BY created_at DESC, id DESC LIMIT ?",
+        *args,
+        limit,
+    )
+    return [from_row(row) for row in rows]
+
+
+async def due_for_expiry(tx: Tx, now_us: int, limit: int) -> list[str]:
+    rows = await tx.fetch(
+        "SELECT id FROM checkout_sessions WHERE status = 'created' AND expires_at <= ?"
+        " ORDER BY expires_at LIMIT ?",
+        now_us,
+        limit,
+    )
+    return [row["id"] for row in rows]
+
+
+async def next_expiry(tx: Tx) -> int | None:
+    value = await tx.fetchval(
+        "SELECT MIN(expires_at) FROM checkout_sessions WHERE status = 'created'"
+    )
+    return None if value is None else int(value)
+
+
+async def mark_expired(tx: Tx, session: CheckoutSession, now_us: int) -> bool:
+    """Compare-and-set `created` -> `expired`; False when the row moved on meanwhile."""
+    changed = await tx.execute(
+        "UPDATE checkout_sessions SET status = 'expired', version = version + 1, updated_at = ?"
+        " WHERE id = ? AND status = 'created' AND version = ? AND expires_at <= ?",
+        now_us,
+        session.id,
+        session.version,
+        now_us,
+    )
+    return changed == 1
