@@ -23,6 +23,7 @@ from hypercorn.utils import wrap_app
 from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessionActor, CheckoutSessions
 from fgcpay.actors.expiry import ExpirySweeper
+from fgcpay.actors.status_hub import StatusHub
 from fgcpay.clock import Clock, SystemClock
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.merchants import ApiKey
@@ -48,6 +49,7 @@ class Service:
     actors: ActorHost
     checkout: CheckoutSessions
     sweeper: ExpirySweeper
+    status_hub: StatusHub
     _touched: dict[str, int] = attrs.field(factory=dict)
 
     def note_key_used(self, key: ApiKey) -> None:
@@ -79,9 +81,10 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 ask_timeout=settings.actor_ask_timeout_seconds,
             )
             sweeper = ExpirySweeper(storage, actors, clock)
+            status_hub = StatusHub()
 
             def session_changed(session: CheckoutSession) -> None:
-                pass  # live status subscribers and webhooks hook in here
+                status_hub.publish(session.id, {"id": session.id, "status": session.status})
 
             actors.register(CheckoutSessionActor(storage, clock, session_changed))
             service = Service(
@@ -100,6 +103,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                     on_created=lambda session: sweeper.schedule(session.expires_at),
                 ),
                 sweeper=sweeper,
+                status_hub=status_hub,
             )
             await nursery.start(actors.run)
             await nursery.start(sweeper.run)
