@@ -82,8 +82,13 @@ class PostgresDatabase:
                 await trio.sleep_forever()
             finally:
                 pool, self._pool = self._pool, None
-                with trio.move_on_after(5, shield=True):
-                    await self._aio(pool.close)()
+                with trio.CancelScope(shield=True):
+                    with trio.move_on_after(5) as closing:
+                        await self._aio(pool.close)()
+                    if closing.cancelled_caught:
+                        # Connections still busy after the grace period: cut them, so
+                        # the loop closes with nothing left in flight.
+                        pool.terminate()
 
     def _aio(self, fn: Any) -> Any:
         return trio_asyncio.aio_as_trio(fn, loop=self._loop)

@@ -11,8 +11,10 @@ import attrs
 import httpx
 import pytest
 import trio
+import trio.testing
 
 from fgcpay.admin import CreatedMerchant, create_merchant
+from fgcpay.clock import Clock
 from fgcpay.service import Running, serve
 from fgcpay.settings import Settings
 from fgcpay.storage import Storage, open_storage
@@ -69,6 +71,17 @@ async def storage(database_url: str) -> AsyncIterator[Storage]:
         yield opened
 
 
+@pytest.fixture
+def clock() -> trio.testing.MockClock:
+    """Trio's MockClock for tests of time: `clock.jump(seconds)` moves service time.
+
+    It also jumps by itself once every task has been idle for a real half second, so a
+    shutdown waiting out a grace period ends without the test jumping for it; real I/O
+    (sockets, database threads) always completes well inside that.
+    """
+    return trio.testing.MockClock(autojump_threshold=0.5)
+
+
 @attrs.define
 class Server:
     """A running service on 127.0.0.1 and an HTTP client for it."""
@@ -76,6 +89,13 @@ class Server:
     running: Running
     client: httpx.AsyncClient
     stop: trio.Event
+    stopped: trio.Event
+
+    async def shutdown(self) -> None:
+        """Stop serving and wait until the service has ended."""
+        await self.client.aclose()
+        self.stop.set()
+        await self.stopped.wait()
 
     @property
     def url(self) -> str:
@@ -116,13 +136,27 @@ class MerchantClient:
         return await self.http.post(path, headers=self.headers(kwargs.pop("headers", None)), **kwargs)  # type: ignore[arg-type]
 
 
-async def start_server(nursery: trio.Nursery, settings: Settings, **serve_kwargs: object) -> Server:
+async def start_server(
+    nursery: trio.Nursery, settings: Settings, clock: Clock | None = None
+) -> Server:
+    """Serve on 127.0.0.1:<free port> until `Server.stop` is set.
+
+    With a test clock (MockClock time) the client opens a connection per request: a
+    clock jump times out the server's keep-alive, which httpx's real-time pool cannot know.
+    """
     stop = trio.Event()
-    running: Running = await nursery.start(
-        lambda task_status: serve(settings, shutdown_trigger=stop.wait, task_status=task_status, **serve_kwargs)  # type: ignore[arg-type]
-    )
-    client = httpx.AsyncClient(base_url=running.urls[0] + "/api/v1", timeout=30)
-    return Server(running=running, client=client, stop=stop)
+    stopped = trio.Event()
+
+    async def run(task_status: trio.TaskStatus[Running]) -> None:
+        try:
+            await serve(settings, shutdown_trigger=stop.wait, clock=clock, task_status=task_status)
+        finally:
+            stopped.set()
+
+    running: Running = await nursery.start(run)
+    limits = httpx.Limits(max_keepalive_connections=0 if clock else 20)
+    client = httpx.AsyncClient(base_url=running.urls[0] + "/api/v1", timeout=30, limits=limits)
+    return Server(running=running, client=client, stop=stop, stopped=stopped)
 
 
 @pytest.fixture
