@@ -1,0 +1,195 @@
+"""The actor runtime: activation, serialization, passivation, supervision, shutdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+from fgcpay.actors import ActorHost
+from fgcpay.domain import errors
+
+IDLE = 10.0
+
+
+@attrs.frozen
+class Add:
+    n: int
+
+
+@attrs.frozen
+class Boom:
+    pass
+
+
+@attrs.frozen
+class Hang:
+    pass
+
+
+class Counter:
+    """A test actor whose state is "persisted" in a dict, like storage would keep it."""
+
+    kind = "counter"
+
+    def __init__(self) -> None:
+        self.saved: dict[str, int] = {}
+        self.handled: list[tuple[str, Any]] = []
+        self.in_receive = 0
+        self.max_in_receive = 0
+
+    async def activate(self, actor_id: str) -> int:
+        return self.saved.get(actor_id, 0)
+
+    async def receive(self, actor_id: str, state: int, message: Any) -> tuple[int, Any]:
+        self.in_receive += 1
+        self.max_in_receive = max(self.max_in_receive, self.in_receive)
+        try:
+            await trio.lowlevel.checkpoint()  # give other tasks every chance to interleave
+            if isinstance(message, Boom):
+                raise RuntimeError("boom")
+            if isinstance(message, Hang):
+                await trio.sleep_forever()
+            if isinstance(message, Add):
+                if message.n < 0:
+                    raise errors.ValidationFailed([errors.FieldError("n", "negative")])
+                self.handled.append((actor_id, message))
+                state += message.n
+                self.saved[actor_id] = state
+            return state, state
+        finally:
+            self.in_receive -= 1
+
+
+@pytest.fixture
+async def host(nursery: trio.Nursery) -> ActorHost:
+    actor_host = ActorHost(idle_seconds=IDLE, ask_timeout=5.0, mailbox_size=4, max_restarts=2)
+    await nursery.start(actor_host.run)
+    return actor_host
+
+
+@pytest.fixture
+def counter(host: ActorHost) -> Counter:
+    behaviour = Counter()
+    host.register(behaviour)
+    return behaviour
+
+
+async def test_activation_on_demand_and_serialized_handling(host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock) -> None:
+    assert host.live == 0
+    async with trio.open_nursery() as nursery:
+        for _ in range(50):
+            nursery.start_soon(host.ask, "counter", "a", Add(1))
+    assert await host.ask("counter", "a", Add(0)) == 50
+    assert counter.max_in_receive == 1  # one message at a time per actor
+    assert host.activations == 1 and host.live == 1
+
+
+async def test_a_refusal_answers_the_asker_and_keeps_the_actor(host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock) -> None:
+    await host.ask("counter", "a", Add(2))
+    with pytest.raises(errors.ValidationFailed):
+        await host.ask("counter", "a", Add(-1))
+    assert await host.ask("counter", "a", Add(1)) == 3
+    assert host.crashes == 0
+
+
+async def test_idle_actor_passivates_and_reactivates_from_storage(host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock) -> None:
+    await host.ask("counter", "a", Add(5))
+    assert host.is_live("counter", "a")
+    await trio.sleep(IDLE + 1)
+    assert not host.is_live("counter", "a")
+    assert await host.ask("counter", "a", Add(1)) == 6  # state came back from storage
+    assert host.activations == 2
+
+
+async def test_messages_racing_passivation_are_delivered_exactly_once(
+    host: ActorHost, counter: Counter, mock_clock: trio.testing.MockClock
+) -> None:
+    sent = 0
+    for round_ in range(200):
+        # Bring the actor to the very edge of its idle timeout, then send as it passivates.
+        await host.tell("counter", "r", Add(1))
+        sent += 1
+        await trio.testing.wait_all_tasks_blocked()
+        mock_clock.jump(IDLE - 0.001 * (round_ % 2))
+        # Let the actor's timeout run for 0, 1 or 2 scheduling steps before sending, so
+        # the send lands before, during and after its passivation.
+        for _ in range(round_ % 3):
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        await host.tell("counter", "r", Add(1))
+        sent += 1
+        await trio.testing.wait_all_tasks_blocked()
+    assert len(counter.handled) == sent
+    assert counter.saved["r"] == sent
+    assert host.activations > 1, "the actor never passivated during the test"
+
+
+async def test_a_crash_restarts_from_storage_and_answers_503(host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock) -> None:
+    await host.ask("counter", "a", Add(3))
+    with pytest.raises(errors.Unavailable):
+        await host.ask("counter", "a", Boom())
+    assert host.crashes == 1
+    assert await host.ask("counter", "a", Add(1)) == 4  # restarted from the saved state
+
+
+async def test_repeated_crashes_retire_the_actor_and_a_later_message_starts_fresh(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
+    for _ in range(3):  # max_restarts=2: the third crash in a row gives up
+        with pytest.raises(errors.Unavailable):
+            await host.ask("counter", "a", Boom())
+    await trio.testing.wait_all_tasks_blocked()
+    assert not host.is_live("counter", "a")
+    assert await host.ask("counter", "a", Add(1)) == 1
+    assert host.activations == 2
+
+
+async def test_ask_times_out_with_503(host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock) -> None:
+    with pytest.raises(errors.Unavailable):
+        await host.ask("counter", "slow", Hang())
+
+
+async def test_memory_stays_bounded_after_touching_many_ids(host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock) -> None:
+    for n in range(5000):
+        await host.tell("counter", f"id{n}", Add(1))
+    await trio.testing.wait_all_tasks_blocked()
+    assert host.live == 5000
+    await trio.sleep(IDLE + 1)
+    assert host.live == 0
+    assert len(counter.saved) == 5000
+
+
+async def test_shutdown_cancels_every_actor(autojump_clock: trio.testing.MockClock) -> None:
+    host = ActorHost(idle_seconds=IDLE, ask_timeout=60.0)
+    counter = Counter()
+    host.register(counter)
+    outcomes: list[str] = []
+    with trio.CancelScope() as root:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(host.run)
+            for n in range(10):
+                await host.tell("counter", f"h{n}", Hang())
+
+            async def asker() -> None:
+                try:
+                    await host.ask("counter", "h0", Add(1))
+                except trio.Cancelled:
+                    outcomes.append("cancelled")
+                    raise
+
+            nursery.start_soon(asker)
+            await trio.testing.wait_all_tasks_blocked()
+            assert host.live == 10
+            root.cancel()
+    assert host.live == 0
+    assert outcomes == ["cancelled"]
+    with pytest.raises(errors.Unavailable):
+        await host.ask("counter", "late", Add(1))
+
+
+async def test_unknown_kind_is_a_programming_error(host: ActorHost, autojump_clock: trio.testing.MockClock) -> None:
+    with pytest.raises(LookupError):
+        await host.ask("nope", "x", Add(1))
