@@ -10,9 +10,10 @@ from typing import Any
 import attrs
 
 from fgcpay.clock import Clock
-from fgcpay.domain import checkout, errors, ids
+from fgcpay.domain import checkout, customers, errors, ids, money
 from fgcpay.domain.checkout import CheckoutRequest, CheckoutSession
 from fgcpay.domain.idempotency import Completion
+from fgcpay.domain.transactions import PAYMENT, Transaction
 from fgcpay.storage import Storage
 
 from ._runtime import ActorHost
@@ -30,6 +31,40 @@ class Snapshot:
     """Reply with the session as the actor holds it."""
 
 
+@attrs.frozen
+class Confirm:
+    """The customer authorizes the payment on the hosted page."""
+
+    customer_code: str
+    pin: str = attrs.field(repr=False)  # never in a repr, a log line or an error
+
+
+# Outcomes of Confirm, in the customer's terms.
+PAID = "paid"
+FINAL = "final"  # already paid or expired: nothing to do
+WRONG_CREDENTIALS = "wrong_credentials"
+LOCKED = "locked"
+DECLINED = "declined"
+BLOCKED = "blocked"
+
+MESSAGES = {
+    WRONG_CREDENTIALS: "The customer code or PIN is not right. Nothing was charged.",
+    LOCKED: "Too many wrong PINs for this customer code. It is locked for 15 minutes.",
+    DECLINED: "Payment declined: insufficient funds. Nothing was charged.",
+    BLOCKED: "Payment refused: this customer is blocked. Nothing was charged.",
+}
+
+
+@attrs.frozen
+class ConfirmResult:
+    outcome: str
+    session: CheckoutSession
+
+    @property
+    def message(self) -> str:
+        return MESSAGES.get(self.outcome, "")
+
+
 Listener = Callable[[CheckoutSession], None]
 
 
@@ -38,9 +73,10 @@ class CheckoutSessionActor:
 
     kind = KIND
 
-    def __init__(self, storage: Storage, clock: Clock, on_change: Listener) -> None:
+    def __init__(self, storage: Storage, clock: Clock, secret_key: str, on_change: Listener) -> None:
         self.storage = storage
         self.clock = clock
+        self.secret_key = secret_key
         self.on_change = on_change
 
     async def activate(self, actor_id: str) -> CheckoutSession | None:
@@ -56,7 +92,57 @@ class CheckoutSessionActor:
         if isinstance(message, Expire):
             state = await self._expire(state)
             return state, state
+        if isinstance(message, Confirm):
+            result = await self._confirm(state, message)
+            return result.session, result
         raise TypeError(f"unexpected message {message!r}")
+
+    async def _confirm(self, session: CheckoutSession, request: Confirm) -> ConfirmResult:
+        now = self.clock.now_us()
+        if session.status != checkout.CREATED:
+            return ConfirmResult(FINAL, session)
+        if session.is_expired_at(now):
+            # Never payable past expires_at, whether or not the sweep has run.
+            return ConfirmResult(FINAL, await self._expire(session))
+        code = customers.normalize_code(request.customer_code)
+        if not code or len(code) > customers.MAX_CODE_LENGTH or len(request.pin) > customers.MAX_PIN_LENGTH:
+            return ConfirmResult(WRONG_CREDENTIALS, session)
+        if await self.storage.customer_locked_until(code, now) is not None:
+            return ConfirmResult(LOCKED, session)
+        customer = await self.storage.test_customer(code)
+        if customer is None:
+            return ConfirmResult(WRONG_CREDENTIALS, session)
+        if not customers.pin_matches(self.secret_key, customer, request.pin):
+            locked = await self.storage.record_pin_failure(code, now)
+            return ConfirmResult(LOCKED if locked else WRONG_CREDENTIALS, session)
+        await self.storage.clear_pin_failures(code, now)
+        if customer.outcome == customers.INSUFFICIENT_FUNDS:
+            return ConfirmResult(DECLINED, session)
+        if customer.outcome != customers.SUCCEEDS:
+            return ConfirmResult(BLOCKED, session)
+        payment = Transaction(
+            id=ids.transaction_id(),
+            merchant_id=session.merchant_id,
+            kind=PAYMENT,
+            checkout_session_id=session.id,
+            customer_code=code,
+            amount_minor=session.amount_minor,
+            currency=money.CURRENCY,
+            created_at=now,
+        )
+        if await self.storage.pay_checkout_session(session, payment, now):
+            paid = attrs.evolve(
+                session,
+                status=checkout.PAID,
+                version=session.version + 1,
+                updated_at=now,
+                paid_at=now,
+            )
+            self.on_change(paid)
+            return ConfirmResult(PAID, paid)
+        # Another process moved it on first (paid or expired): storage decided.
+        fresh = await self.storage.checkout_session(session.id)
+        return ConfirmResult(FINAL, fresh if fresh is not None else session)
 
     async def _expire(self, session: CheckoutSession) -> CheckoutSession:
         now = self.clock.now_us()
@@ -126,3 +212,14 @@ class CheckoutSessions:
     async def expire(self, session_id: str) -> CheckoutSession:
         result: CheckoutSession = await self.host.ask(KIND, session_id, Expire())
         return result
+
+    async def confirm(self, session_id: str, customer_code: str, pin: str) -> ConfirmResult:
+        """The customer authorizes with code and PIN; the session's actor decides."""
+        result: ConfirmResult = await self.host.ask(KIND, session_id, Confirm(customer_code, pin))
+        return result
+
+    async def find(self, session_id: str) -> CheckoutSession | None:
+        """Any merchant's session, for the hosted page (the id is the capability)."""
+        if not ids.looks_like_id(session_id, "cs_test_", 24):
+            return None
+        return await self.storage.checkout_session(session_id)

@@ -26,6 +26,7 @@ from fgcpay.actors.expiry import ExpirySweeper
 from fgcpay.actors.status_hub import StatusHub
 from fgcpay.clock import Clock, SystemClock
 from fgcpay.domain.checkout import CheckoutSession
+from fgcpay.domain.customers import TEST_CUSTOMERS, pin_hmac
 from fgcpay.domain.merchants import ApiKey
 from fgcpay.http.app import create_app
 from fgcpay.http.rate_limit import RateLimiter
@@ -86,7 +87,10 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
             def session_changed(session: CheckoutSession) -> None:
                 status_hub.publish(session.id, {"id": session.id, "status": session.status})
 
-            actors.register(CheckoutSessionActor(storage, clock, session_changed))
+            actors.register(
+                CheckoutSessionActor(storage, clock, settings.secret_key, session_changed)
+            )
+            await storage.set_test_customer_pins(test_customer_pins(settings.secret_key))
             service = Service(
                 settings=settings,
                 clock=clock,
@@ -112,6 +116,10 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 yield service
             finally:
                 nursery.cancel_scope.cancel()
+
+
+def test_customer_pins(secret_key: str) -> list[tuple[str, str]]:
+    return [(code, pin_hmac(secret_key, code, pin)) for code, pin, _ in TEST_CUSTOMERS]
 
 
 HOUSEKEEPING_SECONDS = 600.0

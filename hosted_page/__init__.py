@@ -1,0 +1,1 @@
+"""The customer-facing hosted checkout page: templates, static assets, confirm, live status."""

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 from quart_trio import QuartTrio
 
+from fgcpay.hosted_page import routes as hosted_page
+
 from . import checkout_sessions, errors, health, openapi, plumbing
 from .body import MAX_BODY_BYTES
 
@@ -31,4 +33,5 @@ def create_app(service: Service) -> QuartTrio:
     app.register_blueprint(health.blueprint)
     app.register_blueprint(openapi.blueprint)
     app.register_blueprint(checkout_sessions.blueprint)
+    app.register_blueprint(hosted_page.blueprint)
     return app

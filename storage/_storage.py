@@ -9,9 +9,11 @@ import trio
 
 from fgcpay.domain.merchants import ApiKey, Merchant
 from fgcpay.domain.checkout import CheckoutSession
+from fgcpay.domain.customers import Customer
+from fgcpay.domain.transactions import Transaction
 from fgcpay.domain.idempotency import Claim, Completion, Scope
 
-from . import checkout_sessions, idempotency, merchants
+from . import checkout_sessions, customers, idempotency, merchants, transactions
 from ._database import Database
 from ._migrations import load_migrations
 from ._postgres import PostgresDatabase
@@ -85,6 +87,31 @@ class Storage:
 
     async def expire_checkout_session(self, session: CheckoutSession, now_us: int) -> bool:
         return await self.db.write(checkout_sessions.mark_expired, session, now_us)
+
+    async def pay_checkout_session(
+        self, session: CheckoutSession, payment: Transaction, now_us: int
+    ) -> bool:
+        return await self.db.write(checkout_sessions.pay, session, payment, now_us)
+
+    async def checkout_session_transactions(self, session_id: str) -> list[Transaction]:
+        return await self.db.read(transactions.for_checkout_session, session_id)
+
+    # -- test customers --------------------------------------------------------------------
+
+    async def set_test_customer_pins(self, hmacs: list[tuple[str, str]]) -> None:
+        await self.db.write(customers.set_pin_hmacs, hmacs)
+
+    async def test_customer(self, code: str) -> Customer | None:
+        return await self.db.read(customers.by_code, code)
+
+    async def customer_locked_until(self, code: str, now_us: int) -> int | None:
+        return await self.db.read(customers.locked_until, code, now_us)
+
+    async def record_pin_failure(self, code: str, now_us: int) -> int | None:
+        return await self.db.write(customers.record_failure, code, now_us)
+
+    async def clear_pin_failures(self, code: str, now_us: int) -> None:
+        await self.db.write(customers.clear_failures, code, now_us)
 
     # -- idempotency ---------------------------------------------------------------------
 

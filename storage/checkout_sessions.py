@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.idempotency import Completion
+from fgcpay.domain.transactions import Transaction
 
-from . import idempotency
+from . import idempotency, transactions
 from ._database import Row, Tx
 
 COLUMNS = (
@@ -119,4 +120,33 @@ async def mark_expired(tx: Tx, session: CheckoutSession, now_us: int) -> bool:
         session.version,
         now_us,
     )
+    if changed == 1:
+        await notify_status(tx, session.id, "expired")
     return changed == 1
+
+
+async def notify_status(tx: Tx, resource_id: str, status: str) -> None:
+    """PostgreSQL: tell every process's live-status subscribers, on commit."""
+    if tx.dialect == "postgresql":
+        await tx.execute("SELECT pg_notify('fgcpay_status', ?)", f"{resource_id}:{status}")
+
+
+async def pay(tx: Tx, session: CheckoutSession, payment: Transaction, now_us: int) -> bool:
+    """Compare-and-set `created` -> `paid` and write its test transaction, together.
+
+    False (and nothing written) when the session moved on or expired meanwhile.
+    """
+    changed = await tx.execute(
+        "UPDATE checkout_sessions SET status = 'paid', version = version + 1, updated_at = ?,"
+        " paid_at = ? WHERE id = ? AND status = 'created' AND version = ? AND expires_at > ?",
+        now_us,
+        now_us,
+        session.id,
+        session.version,
+        now_us,
+    )
+    if changed != 1:
+        return False
+    await transactions.insert(tx, payment)
+    await notify_status(tx, session.id, "paid")
+    return True

@@ -1,0 +1,128 @@
+"""`/checkout/<id>`: the page, the confirm form post, polling status and the websocket."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from quart import Blueprint, Response, redirect, render_template, request, websocket
+
+from fgcpay.actors.checkout_session import FINAL, PAID, ConfirmResult
+from fgcpay.domain import checkout
+from fgcpay.http.plumbing import current_service
+
+from . import security, views
+
+blueprint = Blueprint(
+    "hosted_page",
+    __name__,
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/static/checkout",
+)
+
+
+async def _render(
+    template: str, context: dict[str, Any], status: int = 200, *, nonce: str | None = None,
+    success_url: str | None = None,
+) -> Response:
+    service = current_service()
+    if nonce is None:
+        nonce = request.cookies.get(security.CSRF_COOKIE) or security.new_nonce()
+    token = security.csrf_token(service.settings.secret_key, context.get("session_id", ""), nonce)
+    body = await render_template(template, **context, csrf_token=token)
+    response = Response(body, status=status, content_type="text/html; charset=utf-8")
+    response.headers.update(security.page_headers(success_url))
+    if context.get("session_id"):
+        response.set_cookie(
+            security.CSRF_COOKIE,
+            nonce,
+            path=f"/checkout/{context['session_id']}",
+            httponly=True,
+            samesite="Strict",
+            secure=service.settings.public_url.startswith("https://"),
+        )
+    return response
+
+
+async def _not_found() -> Response:
+    return await _render("not_found.html", {}, 404)
+
+
+async def _context(session: checkout.CheckoutSession, message: str | None = None) -> dict[str, Any]:
+    service = current_service()
+    merchant = await service.storage.merchant(session.merchant_id)
+    context = views.page_context(session, merchant.name if merchant else "", service.clock.now_us())
+    context["message"] = message
+    return context
+
+
+@blueprint.get("/checkout/<session_id>")
+async def checkout_page(session_id: str) -> Response:
+    session = await current_service().checkout.find(session_id)
+    if session is None:
+        return await _not_found()
+    return await _render("checkout.html", await _context(session), success_url=session.success_url)
+
+
+@blueprint.post("/checkout/<session_id>")
+async def confirm(session_id: str) -> Response:
+    service = current_service()
+    session = await service.checkout.find(session_id)
+    if session is None:
+        return await _not_found()
+    form = await request.form
+    nonce = request.cookies.get(security.CSRF_COOKIE)
+    if not security.csrf_ok(service.settings.secret_key, session.id, nonce, form.get("csrf_token")):
+        context = await _context(session, "This page was open too long. Please try again.")
+        return await _render("checkout.html", context, 400, success_url=session.success_url)
+    result: ConfirmResult = await service.checkout.confirm(
+        session.id, form.get("customer_code", ""), form.get("pin", "")
+    )
+    if result.outcome == PAID:
+        return redirect(views.success_redirect(result.session), 303)  # type: ignore[return-value]
+    message = None if result.outcome == FINAL else result.message
+    status = 200 if result.outcome == FINAL else 400
+    context = await _context(result.session, message)
+    return await _render("checkout.html", context, status, nonce=nonce, success_url=session.success_url)
+
+
+def _status_body(session: checkout.CheckoutSession, now_us: int) -> dict[str, str]:
+    return {"id": session.id, "status": views.display_status(session, now_us)}
+
+
+@blueprint.get("/checkout/<session_id>/status")
+async def status(session_id: str) -> Response:
+    service = current_service()
+    session = await service.checkout.find(session_id)
+    headers = security.page_headers()
+    if session is None:
+        body = {"code": "not_found", "message": "No such checkout session.", "details": None}
+        return Response(json.dumps(body), 404, content_type="application/json", headers=headers)
+    return Response(
+        json.dumps(_status_body(session, service.clock.now_us())),
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+@blueprint.websocket("/checkout/<session_id>/ws")
+async def status_socket(session_id: str) -> None:
+    """Sends `{"id", "status"}` at once and after every change; closes once final."""
+    service = current_service()
+    session = await service.checkout.find(session_id)
+    if session is None:
+        await websocket.close(4404, "no such checkout session")
+        return
+    await websocket.accept()
+    with service.status_hub.subscribe(session.id) as subscription:
+        # Subscribed before reading, so no change between the read and now is missed.
+        fresh = await service.checkout.find(session.id)
+        current = _status_body(fresh or session, service.clock.now_us())
+        await websocket.send(json.dumps(current))
+        while current["status"] not in views.FINAL_STATUSES:
+            update = await subscription.next()
+            if update["status"] != current["status"]:
+                current = {"id": session.id, "status": update["status"]}
+                await websocket.send(json.dumps(current))
+    await websocket.close(1000, "final")
