@@ -41,11 +41,14 @@ class Subscription:
 class StatusHub:
     def __init__(self) -> None:
         self._subscribers: dict[str, set[Subscription]] = {}
+        self._joined = trio.Event()
 
     @contextmanager
     def subscribe(self, resource_id: str) -> Iterator[Subscription]:
         subscription = Subscription(resource_id)
         self._subscribers.setdefault(resource_id, set()).add(subscription)
+        self._joined.set()
+        self._joined = trio.Event()
         try:
             yield subscription
         finally:
@@ -59,6 +62,11 @@ class StatusHub:
     def publish(self, resource_id: str, status: Any) -> None:
         for subscription in self._subscribers.get(resource_id, ()):
             subscription.offer(status)
+
+    async def wait_for_subscriber(self, resource_id: str) -> None:
+        """Return once `resource_id` has at least one subscriber (benchmarks, tests)."""
+        while not self._subscribers.get(resource_id):
+            await self._joined.wait()
 
     def subscriber_count(self, resource_id: str | None = None) -> int:
         if resource_id is not None:

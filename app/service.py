@@ -31,7 +31,7 @@ from fgcpay.domain.merchants import ApiKey
 from fgcpay.http.app import create_app
 from fgcpay.http.rate_limit import RateLimiter
 from fgcpay.logs import log_event
-from fgcpay.settings import Settings
+from fgcpay.settings import Settings, default_public_url
 from fgcpay.storage import Storage, open_storage
 
 # `last_used_at` is informative; writing it more often than this would cost a write per request.
@@ -159,6 +159,15 @@ async def wait_for_signal() -> None:
             return
 
 
+def _with_bound_port(settings: Settings, sockets: Sockets) -> Settings:
+    """Port 0 means "any free port": once bound, derive PUBLIC_URL from the real one."""
+    if settings.port != 0 or not sockets.insecure_sockets:
+        return settings
+    port = int(sockets.insecure_sockets[0].getsockname()[1])
+    derived = settings.public_url == default_public_url(settings.host, 0)
+    return settings.with_bind(settings.host, port, explicit_public_url=not derived)
+
+
 @attrs.frozen
 class Running:
     """What `serve` reports once it accepts connections."""
@@ -182,6 +191,11 @@ async def serve(
     graceful drain of at most `settings.shutdown_grace_seconds`.
     """
     config = hypercorn_config(settings)
+    if sockets is None:
+        sockets = config.create_sockets()
+        for sock in sockets.insecure_sockets:
+            sock.listen(config.backlog)
+    settings = _with_bound_port(settings, sockets)
     async with open_service(settings, clock) as service:
         app = wrap_app(create_app(service), config.wsgi_max_body_size, "asgi")
         async with trio.open_nursery() as nursery:

@@ -49,11 +49,14 @@ async def _not_found() -> Response:
     return await _render("not_found.html", {}, 404)
 
 
-async def _context(session: checkout.CheckoutSession, message: str | None = None) -> dict[str, Any]:
+async def _context(
+    session: checkout.CheckoutSession, message: str | None = None, customer_code: str = ""
+) -> dict[str, Any]:
     service = current_service()
     merchant = await service.storage.merchant(session.merchant_id)
     context = views.page_context(session, merchant.name if merchant else "", service.clock.now_us())
     context["message"] = message
+    context["customer_code"] = customer_code[:32]  # kept for another try; the PIN never is
     return context
 
 
@@ -83,7 +86,7 @@ async def confirm(session_id: str) -> Response:
         return redirect(views.success_redirect(result.session), 303)  # type: ignore[return-value]
     message = None if result.outcome == FINAL else result.message
     status = 200 if result.outcome == FINAL else 400
-    context = await _context(result.session, message)
+    context = await _context(result.session, message, form.get("customer_code", ""))
     return await _render("checkout.html", context, status, nonce=nonce, success_url=session.success_url)
 
 
@@ -95,25 +98,30 @@ def _status_body(session: checkout.CheckoutSession, now_us: int) -> dict[str, st
 async def status(session_id: str) -> Response:
     service = current_service()
     session = await service.checkout.find(session_id)
-    headers = security.page_headers()
     if session is None:
-        body = {"code": "not_found", "message": "No such checkout session.", "details": None}
-        return Response(json.dumps(body), 404, content_type="application/json", headers=headers)
+        return _not_found_json()
     return Response(
         json.dumps(_status_body(session, service.clock.now_us())),
         content_type="application/json",
-        headers=headers,
+        headers=security.page_headers(),
     )
 
 
+def _not_found_json() -> Response:
+    body = {"code": "not_found", "message": "No such checkout session.", "details": None}
+    return Response(json.dumps(body), 404, content_type="application/json", headers=security.page_headers())
+
+
 @blueprint.websocket("/checkout/<session_id>/ws")
-async def status_socket(session_id: str) -> None:
-    """Sends `{"id", "status"}` at once and after every change; closes once final."""
+async def status_socket(session_id: str) -> Response | None:
+    """Sends `{"id", "status"}` at once and after every change; closes once final.
+
+    An unknown id is refused in the handshake with 404.
+    """
     service = current_service()
     session = await service.checkout.find(session_id)
     if session is None:
-        await websocket.close(4404, "no such checkout session")
-        return
+        return _not_found_json()
     await websocket.accept()
     with service.status_hub.subscribe(session.id) as subscription:
         # Subscribed before reading, so no change between the read and now is missed.
@@ -126,3 +134,4 @@ async def status_socket(session_id: str) -> None:
                 current = {"id": session.id, "status": update["status"]}
                 await websocket.send(json.dumps(current))
     await websocket.close(1000, "final")
+    return None

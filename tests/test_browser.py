@@ -1,0 +1,216 @@
+"""The hosted page in a real headless browser (Debian's chromium, driven by Playwright).
+
+Each scenario runs Playwright's sync API in a worker thread (`trio.to_thread.run_sync`)
+while the service runs on trio in this one. Screenshots land in tests/artifacts/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+from conftest import Server, start_server
+from fgcpay.clock import TrioClock
+from fgcpay.settings import Settings
+from hosted import new_session
+
+CHROMIUM = os.environ.get("FGCPAY_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(__file__).parent / "artifacts"
+LAUNCH_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]  # fmt: skip
+WAIT_MS = 15_000
+
+
+def _browser_missing() -> str | None:
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        return f"no chromium at {CHROMIUM} (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install playwright)"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _need_browser() -> None:
+    missing = _browser_missing()
+    if missing:
+        if os.environ.get("FGCPAY_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"the browser tests must run here, but {missing}")
+        pytest.skip(missing)
+
+
+class _Shop(BaseHTTPRequestHandler):
+    """The merchant's site: only the page customers return to."""
+
+    def do_GET(self) -> None:  # noqa: N802
+        body = b"<!doctype html><title>Shop</title><h1>Thank you for your order</h1>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def shop() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Shop)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@contextmanager
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+def screenshot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+async def in_browser(scenario: Callable[[], None]) -> None:
+    """Run `scenario` in a plain thread and wait for it.
+
+    Playwright's sync API runs its own asyncio loop. trio-asyncio (imported for asyncpg)
+    replaces the global event loop policy, so this thread asks for asyncio's default
+    policy back; trio-asyncio keeps that choice local to the thread.
+    """
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
+            scenario()
+        except BaseException as error:  # handed to the test below
+            failure.append(error)
+
+    thread = threading.Thread(target=run, name="browser", daemon=True)
+    thread.start()
+    await trio.to_thread.run_sync(thread.join)
+    if failure:
+        raise failure[0]
+
+
+def fill_and_pay(page: Any, code: str, pin: str) -> None:
+    page.get_by_label("Customer code").fill(code)
+    page.get_by_label("PIN").fill(pin)
+    page.get_by_role("button", name="Pay").click()
+
+
+async def test_paying_as_test_0001_lands_on_the_success_url(server: Server, shop: str) -> None:
+    merchant, session = await new_session(
+        server, success_url=f"{shop}/thanks?order=42", cancel_url=f"{shop}/cart"
+    )
+
+    def scenario() -> None:
+        with browser() as b:
+            page = b.new_page(viewport={"width": 390, "height": 844})
+            page.goto(str(session["checkout_url"]))
+            assert page.get_by_text("12.50 FGC").is_visible()
+            assert page.get_by_text("Acme Coffee").first.is_visible()
+            screenshot(page, f"checkout-page-{server.storage.dialect}")
+            fill_and_pay(page, "TEST-0001", "1234")
+            page.wait_for_url(f"{shop}/thanks*", timeout=WAIT_MS)
+            assert f"checkout_session_id={session['id']}" in page.url
+            assert "order=42" in page.url
+            assert page.get_by_text("Thank you for your order").is_visible()
+
+    await in_browser(scenario)
+    api = (await merchant.get(f"/checkout/sessions/{session['id']}")).json()
+    assert api["status"] == "paid"
+
+
+async def test_a_wrong_pin_shows_the_message(server: Server) -> None:
+    _, session = await new_session(server)
+
+    def scenario() -> None:
+        with browser() as b:
+            page = b.new_page()
+            page.goto(str(session["checkout_url"]))
+            fill_and_pay(page, "TEST-0001", "0000")
+            alert = page.get_by_role("alert")
+            alert.wait_for(timeout=WAIT_MS)
+            assert "not right" in alert.inner_text()
+            assert page.get_by_role("button", name="Pay").is_enabled()
+            screenshot(page, f"wrong-pin-{server.storage.dialect}")
+
+    await in_browser(scenario)
+
+
+async def test_a_payment_in_another_tab_turns_this_tab_paid(server: Server, shop: str) -> None:
+    _, session = await new_session(server, success_url=f"{shop}/thanks")
+
+    def scenario() -> None:
+        with browser() as b:
+            context = b.new_context()
+            first = context.new_page()
+            first.goto(str(session["checkout_url"]))
+            first.wait_for_function("document.body.dataset.status === 'created'")
+            second = context.new_page()
+            second.goto(str(session["checkout_url"]))
+            fill_and_pay(second, "TEST-0001", "1234")
+            second.wait_for_url(f"{shop}/thanks*", timeout=WAIT_MS)
+            first.get_by_test_id("paid").wait_for(state="visible", timeout=WAIT_MS)
+            assert not first.get_by_role("button", name="Pay").is_visible()
+            screenshot(first, f"paid-elsewhere-{server.storage.dialect}")
+
+    await in_browser(scenario)
+
+
+async def test_expiry_turns_the_open_page_expired(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(nursery, attrs.evolve(settings, checkout_ttl_seconds=600), clock=TrioClock())
+    _, session = await new_session(server)
+    page_open = threading.Event()
+    jumped = threading.Event()
+
+    def scenario() -> None:
+        with browser() as b:
+            page = b.new_page()
+            page.goto(str(session["checkout_url"]))
+            page.wait_for_function("document.body.dataset.status === 'created'")
+            page_open.set()
+            jumped.wait(timeout=30)
+            page.get_by_test_id("expired").wait_for(state="visible", timeout=WAIT_MS)
+            assert not page.get_by_role("button", name="Pay").is_visible()
+            screenshot(page, f"expired-{server.storage.dialect}")
+
+    async with trio.open_nursery() as inner:
+        inner.start_soon(in_browser, scenario)
+        await trio.to_thread.run_sync(page_open.wait)
+        # The page's socket is connected once the server has a subscriber for it.
+        await server.running.service.status_hub.wait_for_subscriber(str(session["id"]))
+        clock.jump(601)
+        jumped.set()
+    await server.shutdown()
