@@ -109,6 +109,12 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 sweeper=sweeper,
                 status_hub=status_hub,
             )
+            await nursery.start(
+                storage.follow_status_changes,
+                lambda resource_id, status: status_hub.publish(
+                    resource_id, {"id": resource_id, "status": status}
+                ),
+            )
             await nursery.start(actors.run)
             await nursery.start(sweeper.run)
             await nursery.start(run_housekeeping, storage, clock)

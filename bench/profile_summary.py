@@ -1,8 +1,14 @@
-"""Summarise a `py-spy record --format raw` file (collapsed stacks) as text.
+"""Read `py-spy record --threads --format raw` output (collapsed stacks) as text.
 
-    .venv/bin/python bench/profile_summary.py /tmp/x.raw [--top 40] [--thread NAME]
+    .venv/bin/python bench/profile_summary.py /tmp/x.raw [--top 40]      # per function
+    .venv/bin/python bench/profile_summary.py /tmp/x.raw --breakdown      # per component
 
-Prints, per thread, the functions with the largest inclusive and self share of samples.
+`bench/run.py --profile ...` calls `breakdown`: every sample of a worker's main (trio)
+thread is charged to one component. A sample whose stack passes through one of the
+service's own functions is charged to that function's component (first match in the
+order of `APP_BUCKETS`, so `random_base62` called from `build` counts as ids); any other
+sample is charged to the innermost library frame (Quart/werkzeug, hypercorn/h11,
+trio-asyncio/asyncpg), and what is left is trio's own scheduler and epoll loop.
 """
 
 from __future__ import annotations
@@ -14,45 +20,143 @@ import sys
 
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 
+# (component, function names as py-spy prints them), most specific first.
+APP_BUCKETS: list[tuple[str, tuple[str, ...]]] = [
+    ("ids: random_base62 (secrets.choice per char)", ("random_base62",)),
+    ("auth: key sha256 + DB lookup", ("authenticate",)),
+    ("rate limit + key-use note", ("_authenticate_and_limit",)),
+    ("body read (quart request.get_data)", ("TrioRequest.get_data",)),
+    ("JSON parse + validation", ("json_object", "parse_create", "parse_list_query")),
+    ("session build + to_json + dumps", ("CheckoutSessions.build", "to_json", "dump", "envelope")),
+    ("DB write (writer hand-off / asyncpg tx)", ("SqliteDatabase.write", "PostgresDatabase.write",
+                                                 "CheckoutSessions.create")),
+    ("DB list query + row mapping", ("CheckoutSessions.page",)),
+    ("DB read (other)", ("SqliteDatabase.read", "PostgresDatabase.read")),
+    ("before/after_request hooks (req id, headers, log)", ("install.<locals>._begin",
+                                                           "install.<locals>._finish")),
+    ("handlers + idempotency wrapper (rest)", ("create_checkout_session", "list_checkout_sessions",
+                                               "get_checkout_session", "idempotent.<locals>.wrapper",
+                                               "hello")),
+]
+LIB_BUCKETS: list[tuple[str, tuple[str, ...]]] = [
+    ("Quart/werkzeug (contexts, routing, req/resp objects)", ("quart/", "quart_trio/", "werkzeug/",
+                                                               "flask/", "blinker/")),
+    ("hypercorn + h11 (HTTP parse/serialise, socket I/O)", ("hypercorn/", "h11/", "h2/", "wsproto/")),
+    ("trio-asyncio / asyncio / asyncpg", ("trio_asyncio/", "/asyncio/", "asyncpg/")),
+]
+REST = "trio scheduler, epoll, other"
 
-def _short(frame: str) -> str:
+
+def parse_frame(frame: str) -> tuple[str, str]:
     m = _FRAME.match(frame)
     if not m:
-        return frame
-    path = m.group("file")
+        return frame, ""
+    return m.group("func"), m.group("file")
+
+
+def _short(frame: str) -> str:
+    func, path = parse_frame(frame)
     for marker in ("site-packages/", "lib/python3.11/", "/work/main/"):
         if marker in path:
             path = path.split(marker, 1)[1]
             break
-    return f"{m.group('func')} ({path})"
+    return f"{func} ({path})" if path else func
 
 
-def summarise(path: str, top: int, thread_filter: str | None) -> str:
-    per_thread: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-    self_time: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-    totals: collections.Counter[str] = collections.Counter()
+def read_samples(path: str) -> list[tuple[str, list[str], int]]:
+    """(thread label, frames root first, count) per line."""
+    samples = []
     with open(path) as fh:
         for line in fh:
             line = line.rstrip("\n")
-            if not line:
-                continue
             stack, _, count_text = line.rpartition(" ")
-            try:
-                count = int(count_text)
-            except ValueError:
+            if not stack or not count_text.isdigit():
                 continue
             frames = stack.split(";")
-            thread = frames[0] if frames and frames[0].startswith(("process", "thread")) else "?"
-            if frames and frames[0].startswith("process"):
-                thread = frames[1] if len(frames) > 1 and frames[1].startswith("thread") else frames[0]
-            if thread_filter and thread_filter not in thread:
-                continue
-            calls = [f for f in frames if not f.startswith(("process", "thread"))]
-            totals[thread] += count
-            for name in {_short(f) for f in calls}:
-                per_thread[thread][name] += count
-            if calls:
-                self_time[thread][_short(calls[-1])] += count
+            thread = "?"
+            if frames and frames[0].startswith(("thread", "process")):
+                thread = frames.pop(0)
+                if frames and frames[0].startswith("thread"):
+                    thread = frames.pop(0)
+            samples.append((thread, frames, int(count_text)))
+    return samples
+
+
+def _thread_name(label: str) -> str:
+    # "thread (1234): MainThread" -> "MainThread"
+    return label.split(": ", 1)[1] if ": " in label else label
+
+
+def _task_frames(frames: list[str]) -> list[str]:
+    """The frames of the trio task that was running: those below trio's `unrolled_run`
+    (above it sit the entry point and `trio.run`, the same for every sample)."""
+    for i in range(len(frames) - 1, -1, -1):
+        if frames[i].startswith("unrolled_run ("):
+            return frames[i + 1 :]
+    return frames
+
+
+def _bucket(frames: list[str]) -> str:
+    frames = _task_frames(frames)
+    funcs = {parse_frame(f)[0] for f in frames}
+    for name, wanted in APP_BUCKETS:
+        if funcs.intersection(wanted):
+            return name
+    for frame in reversed(frames):
+        _, path = parse_frame(frame)
+        for name, markers in LIB_BUCKETS:
+            if any(marker in path for marker in markers):
+                return name
+    return REST
+
+
+def breakdown(path: str, per_request_ms: float | None, expected_samples: int | None = None) -> str:
+    """Components of the main threads' samples, with an estimate of ms per request.
+
+    `per_request_ms` is the main-thread time available per request in the unprofiled
+    run (workers * 1000 / req/s); `expected_samples` is rate * seconds * processes, to
+    scale by how busy the main threads were."""
+    samples = read_samples(path)
+    main = [(frames, n) for thread, frames, n in samples if _thread_name(thread) == "MainThread"]
+    others = collections.Counter()
+    for thread, _, n in samples:
+        name = _thread_name(thread)
+        if name != "MainThread":
+            others[name] += n
+    total = sum(n for _, n in main)
+    if not total:
+        return "(no samples)"
+    buckets: collections.Counter[str] = collections.Counter()
+    leaves: collections.Counter[str] = collections.Counter()
+    for frames, n in main:
+        buckets[_bucket(frames)] += n
+        if frames:
+            leaves[_short(frames[-1])] += n
+    busy = min(1.0, total / expected_samples) if expected_samples else 1.0
+    lines = [f"main-thread samples: {total}" + (f" ({busy:.0%} busy)" if expected_samples else "")]
+    if others:
+        lines.append("other threads: " + ", ".join(f"{k} {v}" for k, v in others.most_common(4)))
+    lines.append(f"{'component':<56} {'share':>6} {'~ms/req':>8}")
+    for name, n in buckets.most_common():
+        share = n / total
+        ms = f"{share * busy * per_request_ms:8.3f}" if per_request_ms else f"{'-':>8}"
+        lines.append(f"{name:<56} {share:6.1%} {ms}")
+    lines.append("top self (leaf) frames:")
+    for name, n in leaves.most_common(12):
+        lines.append(f"  {n / total:6.1%}  {name}")
+    return "\n".join(lines)
+
+
+def summarise(path: str, top: int) -> str:
+    per_thread: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    self_time: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    totals: collections.Counter[str] = collections.Counter()
+    for thread, frames, count in read_samples(path):
+        totals[thread] += count
+        for name in {_short(f) for f in frames}:
+            per_thread[thread][name] += count
+        if frames:
+            self_time[thread][_short(frames[-1])] += count
     out = []
     for thread, total in totals.most_common():
         out.append(f"== {thread}: {total} samples")
@@ -69,9 +173,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("path")
     parser.add_argument("--top", type=int, default=40)
-    parser.add_argument("--thread")
+    parser.add_argument("--breakdown", action="store_true")
     args = parser.parse_args()
-    print(summarise(args.path, args.top, args.thread))
+    print(breakdown(args.path, None) if args.breakdown else summarise(args.path, args.top))
     return 0
 
 

@@ -6,14 +6,17 @@ on a pooled connection, inside one transaction for a write.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
 import asyncpg
 import trio
 import trio_asyncio
+
+from fgcpay.logs import log_event
 
 from ._database import RepoFn, Row, StorageError
 from ._migrations import Migration, pg_apply_migrations
@@ -121,10 +124,37 @@ class PostgresDatabase:
 
         await self.read(one)
 
-    def asyncio_call(self, fn: Any) -> Any:
-        """Wrap an asyncio coroutine function to be awaited from trio (for LISTEN/NOTIFY)."""
-        return self._aio(fn)
-
-    @property
-    def pool(self) -> Any:
-        return self._pool
+    async def listen(
+        self,
+        channel: str,
+        on_payload: Callable[[str], None],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """LISTEN on `channel` on a connection of its own, calling `on_payload` for each
+        NOTIFY; reconnects (with backoff) when the connection drops."""
+        started = False
+        delay = 0.5
+        while True:
+            lost = trio.Event()
+            conn = None
+            try:
+                conn = await self._aio(asyncpg.connect)(self.url)
+                conn.add_termination_listener(lambda _conn: lost.set())
+                await self._aio(conn.add_listener)(
+                    channel, lambda _conn, _pid, _channel, payload: on_payload(payload)
+                )
+                delay = 0.5
+                if not started:
+                    started = True
+                    task_status.started()
+                await lost.wait()
+                log_event("status listener lost its connection", logging.WARNING)
+            except (OSError, asyncpg.PostgresError) as error:
+                log_event("status listener cannot connect", logging.WARNING, error=type(error).__name__)
+            finally:
+                if conn is not None and not conn.is_closed():
+                    with trio.CancelScope(shield=True):
+                        conn.terminate()
+            await trio.sleep(delay)
+            delay = min(delay * 2, 10.0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import trio
@@ -18,6 +18,7 @@ from ._database import Database
 from ._migrations import load_migrations
 from ._postgres import PostgresDatabase
 from ._sqlite import SqliteDatabase, sqlite_path
+from .checkout_sessions import STATUS_CHANNEL
 
 
 class Storage:
@@ -32,6 +33,25 @@ class Storage:
 
     async def ping(self) -> None:
         await self.db.ping()
+
+    async def follow_status_changes(
+        self,
+        on_change: Callable[[str, str], None],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Call `on_change(resource_id, status)` for status changes committed by any
+        process (PostgreSQL LISTEN/NOTIFY). SQLite serves one process: nothing to follow."""
+        if not isinstance(self.db, PostgresDatabase):
+            task_status.started()
+            return
+
+        def on_payload(payload: str) -> None:
+            resource_id, _, status = payload.partition(":")
+            if resource_id and status:
+                on_change(resource_id, status)
+
+        await self.db.listen(STATUS_CHANNEL, on_payload, task_status=task_status)
 
     # -- merchants and keys -----------------------------------------------------------
 

@@ -125,10 +125,13 @@ async def mark_expired(tx: Tx, session: CheckoutSession, now_us: int) -> bool:
     return changed == 1
 
 
+STATUS_CHANNEL = "fgcpay_status"
+
+
 async def notify_status(tx: Tx, resource_id: str, status: str) -> None:
     """PostgreSQL: tell every process's live-status subscribers, on commit."""
     if tx.dialect == "postgresql":
-        await tx.execute("SELECT pg_notify('fgcpay_status', ?)", f"{resource_id}:{status}")
+        await tx.execute(f"SELECT pg_notify('{STATUS_CHANNEL}', ?)", f"{resource_id}:{status}")
 
 
 async def pay(tx: Tx, session: CheckoutSession, payment: Transaction, now_us: int) -> bool:

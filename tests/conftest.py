@@ -52,7 +52,26 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path, pg_cluster: PgC
 
 
 @pytest.fixture
+def postgres_url(pg_cluster: PgCluster | None) -> str:
+    """A fresh PostgreSQL database, for what only PostgreSQL does (several processes)."""
+    if pg_cluster is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+    name = "t_" + secrets.token_hex(6)
+    pg_cluster.psql(f"CREATE DATABASE {name}")
+    return pg_cluster.url(name)
+
+
+@pytest.fixture
+def postgres_settings(postgres_url: str) -> Settings:
+    return make_settings(postgres_url)
+
+
+@pytest.fixture
 def settings(database_url: str) -> Settings:
+    return make_settings(database_url)
+
+
+def make_settings(database_url: str) -> Settings:
     return Settings(
         env="test",
         database_url=database_url,

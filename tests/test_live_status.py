@@ -103,3 +103,23 @@ async def test_slow_subscriber_gets_the_latest_not_a_backlog() -> None:
             await subscription.next()
         assert nothing_more.cancelled_caught
     assert hub.subscriber_count() == 0
+
+
+async def test_a_payment_in_one_process_reaches_a_socket_held_by_another(
+    nursery: trio.Nursery, postgres_settings: Settings
+) -> None:
+    settings = postgres_settings
+    # Two services on one database share nothing but PostgreSQL, like two workers.
+    first = await start_server(nursery, settings)
+    second = await start_server(nursery, settings)
+    _, session = await new_session(first)
+    sid = str(session["id"])
+    async with open_websocket_url(ws_url(second, sid)) as ws:
+        assert json.loads(await ws.get_message()) == {"id": sid, "status": "created"}
+        customer = Customer(first)
+        assert (await customer.pay(sid)).status_code == 303
+        await customer.close()
+        with trio.fail_after(30):
+            assert json.loads(await ws.get_message()) == {"id": sid, "status": "paid"}
+    await first.shutdown()
+    await second.shutdown()
