@@ -14,6 +14,7 @@ from fgcpay.domain import checkout, customers, errors, ids, money
 from fgcpay.domain.checkout import CheckoutRequest, CheckoutSession
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.transactions import PAYMENT, Transaction
+from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.storage import Storage
 
 from ._runtime import ActorHost
@@ -73,11 +74,25 @@ class CheckoutSessionActor:
 
     kind = KIND
 
-    def __init__(self, storage: Storage, clock: Clock, secret_key: str, on_change: Listener) -> None:
+    def __init__(
+        self, storage: Storage, clock: Clock, secret_key: str, public_url: str, on_change: Listener
+    ) -> None:
         self.storage = storage
         self.clock = clock
         self.secret_key = secret_key
+        self.public_url = public_url
         self.on_change = on_change
+
+    def _event(self, session: CheckoutSession, event_type: str, now: int) -> Event:
+        return new_event(
+            ids.event_id(),
+            session.merchant_id,
+            event_type,
+            session.id,
+            session.version,
+            checkout.to_json(session, self.public_url),
+            now,
+        )
 
     async def activate(self, actor_id: str) -> CheckoutSession | None:
         return await self.storage.checkout_session(actor_id)
@@ -130,14 +145,11 @@ class CheckoutSessionActor:
             currency=money.CURRENCY,
             created_at=now,
         )
-        if await self.storage.pay_checkout_session(session, payment, now):
-            paid = attrs.evolve(
-                session,
-                status=checkout.PAID,
-                version=session.version + 1,
-                updated_at=now,
-                paid_at=now,
-            )
+        paid = attrs.evolve(
+            session, status=checkout.PAID, version=session.version + 1, updated_at=now, paid_at=now
+        )
+        event = self._event(paid, "checkout.session.paid", now)
+        if await self.storage.pay_checkout_session(session, payment, now, event):
             self.on_change(paid)
             return ConfirmResult(PAID, paid)
         # Another process moved it on first (paid or expired): storage decided.
@@ -148,10 +160,11 @@ class CheckoutSessionActor:
         now = self.clock.now_us()
         if session.status != checkout.CREATED or not session.is_expired_at(now):
             return session
-        if await self.storage.expire_checkout_session(session, now):
-            expired = attrs.evolve(
-                session, status=checkout.EXPIRED, version=session.version + 1, updated_at=now
-            )
+        expired = attrs.evolve(
+            session, status=checkout.EXPIRED, version=session.version + 1, updated_at=now
+        )
+        event = self._event(expired, "checkout.session.expired", now)
+        if await self.storage.expire_checkout_session(session, now, event):
             self.on_change(expired)
             return expired
         # Another process moved it on first: storage decided; take its word.

@@ -7,8 +7,12 @@ import time
 import attrs
 from email_validator import EmailNotValidError, validate_email
 
+from fgcpay.actors.webhook_endpoints import WebhookEndpoints
+from fgcpay.clock import SystemClock
 from fgcpay.domain import ids
 from fgcpay.domain.merchants import Merchant, hash_password, new_api_key, normalize_email
+from fgcpay.domain.secret_box import SecretBox
+from fgcpay.settings import Settings
 from fgcpay.storage import Storage
 
 
@@ -49,3 +53,10 @@ async def create_merchant(
     if not await storage.create_merchant(merchant, key.record):
         raise MerchantInputError(f"a merchant with the email {email} already exists")
     return CreatedMerchant(merchant=merchant, api_key=key.raw)
+
+
+def webhook_endpoints(storage: Storage, settings: Settings) -> WebhookEndpoints:
+    """Endpoint operations for the command line (the running service polls the outbox)."""
+    return WebhookEndpoints(
+        storage, SystemClock(), SecretBox(settings.secret_key), settings.webhook_allow_private
+    )

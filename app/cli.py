@@ -40,6 +40,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     create.add_argument("--email", required=True)
     create.add_argument("--password", help="dashboard password (optional)")
 
+    endpoint = commands.add_parser("webhook-endpoint", help="manage webhook endpoints")
+    endpoint_commands = endpoint.add_subparsers(dest="action", required=True)
+    add = endpoint_commands.add_parser("create", help="register a webhook endpoint for a merchant")
+    add.add_argument("--merchant", required=True, help="merchant id (mer_...)")
+    add.add_argument("--url", required=True)
+    add.add_argument("--events", help="comma-separated event types (default: all)")
+
+    event = commands.add_parser("event", help="events and their deliveries")
+    event_commands = event.add_subparsers(dest="action", required=True)
+    again = event_commands.add_parser("redeliver", help="queue a new delivery of an event")
+    again.add_argument("--merchant", required=True)
+    again.add_argument("--event", required=True, help="event id (evt_...)")
+
     args = parser.parse_args(argv)
     try:
         settings = load_settings()
@@ -53,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return trio.run(_migrate, settings)
     if args.command == "merchant" and args.action == "create":
         return trio.run(_create_merchant, settings, args.name, args.email, args.password)
+    if args.command == "webhook-endpoint" and args.action == "create":
+        return trio.run(_create_endpoint, settings, args.merchant, args.url, args.events)
+    if args.command == "event" and args.action == "redeliver":
+        return trio.run(_redeliver, settings, args.merchant, args.event)
     return _fail("unknown command")
 
 
@@ -75,6 +92,42 @@ async def _create_merchant(settings: Settings, name: str, email: str, password: 
         except MerchantInputError as error:
             return _fail(str(error), 1)
     print(json.dumps({"merchant_id": created.merchant.id, "api_key": created.api_key}))
+    return 0
+
+
+async def _create_endpoint(settings: Settings, merchant_id: str, url: str, events: str | None) -> int:
+    from fgcpay.admin import webhook_endpoints
+    from fgcpay.domain.errors import ServiceError
+    from fgcpay.domain.webhooks import parse_endpoint
+    from fgcpay.storage import open_storage
+
+    body: dict[str, Any] = {"url": url}
+    if events:
+        body["enabled_events"] = [part.strip() for part in events.split(",") if part.strip()]
+    async with open_storage(settings.database_url, 2) as storage:
+        if await storage.merchant(merchant_id) is None:
+            return _fail(f"no merchant {merchant_id}", 1)
+        try:
+            endpoint, secret = await webhook_endpoints(storage, settings).create(
+                merchant_id, parse_endpoint(body)
+            )
+        except ServiceError as error:
+            return _fail(f"{error.message} {json.dumps(error.details_json())}", 1)
+    print(json.dumps({"id": endpoint.id, "url": endpoint.url, "secret": secret}))
+    return 0
+
+
+async def _redeliver(settings: Settings, merchant_id: str, event_id: str) -> int:
+    from fgcpay.admin import webhook_endpoints
+    from fgcpay.domain.errors import ServiceError
+    from fgcpay.storage import open_storage
+
+    async with open_storage(settings.database_url, 2) as storage:
+        try:
+            queued = await webhook_endpoints(storage, settings).redeliver(merchant_id, event_id)
+        except ServiceError as error:
+            return _fail(error.message, 1)
+    print(json.dumps({"event_id": event_id, "deliveries_queued": queued}))
     return 0
 
 

@@ -24,6 +24,9 @@ from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessionActor, CheckoutSessions
 from fgcpay.actors.expiry import ExpirySweeper
 from fgcpay.actors.status_hub import StatusHub
+from fgcpay.actors.webhook_dispatcher import WebhookDispatcher
+from fgcpay.actors.webhook_endpoints import WebhookEndpoints
+from fgcpay.domain.secret_box import SecretBox
 from fgcpay.clock import Clock, SystemClock
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.customers import TEST_CUSTOMERS, pin_hmac
@@ -51,6 +54,8 @@ class Service:
     checkout: CheckoutSessions
     sweeper: ExpirySweeper
     status_hub: StatusHub
+    dispatcher: WebhookDispatcher
+    webhook_endpoints: WebhookEndpoints
     _touched: dict[str, int] = attrs.field(factory=dict)
 
     def note_key_used(self, key: ApiKey) -> None:
@@ -83,12 +88,19 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
             )
             sweeper = ExpirySweeper(storage, actors, clock)
             status_hub = StatusHub()
+            box = SecretBox(settings.secret_key)
+            dispatcher = WebhookDispatcher(
+                storage, clock, box, allow_private=settings.webhook_allow_private
+            )
 
             def session_changed(session: CheckoutSession) -> None:
                 status_hub.publish(session.id, {"id": session.id, "status": session.status})
+                dispatcher.ring()  # its event and deliveries were committed with the change
 
             actors.register(
-                CheckoutSessionActor(storage, clock, settings.secret_key, session_changed)
+                CheckoutSessionActor(
+                    storage, clock, settings.secret_key, settings.public_url, session_changed
+                )
             )
             await storage.set_test_customer_pins(test_customer_pins(settings.secret_key))
             service = Service(
@@ -108,6 +120,10 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 ),
                 sweeper=sweeper,
                 status_hub=status_hub,
+                dispatcher=dispatcher,
+                webhook_endpoints=WebhookEndpoints(
+                    storage, clock, box, settings.webhook_allow_private, dispatcher.ring
+                ),
             )
             await nursery.start(
                 storage.follow_status_changes,
@@ -117,6 +133,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
             )
             await nursery.start(actors.run)
             await nursery.start(sweeper.run)
+            await nursery.start(dispatcher.run)
             await nursery.start(run_housekeeping, storage, clock)
             try:
                 yield service

@@ -20,13 +20,17 @@ class ListQuery:
     starting_after: str | None
 
 
-def parse_list_query(args: Mapping[str, Sequence[str]], statuses: Sequence[str]) -> ListQuery:
-    """`limit` 1..100 (default 20), `status` one of `statuses`, `starting_after` a cursor.
+def parse_list_query(
+    args: Mapping[str, Sequence[str]], statuses: Sequence[str], filter_name: str = "status"
+) -> ListQuery:
+    """`limit` 1..100 (default 20), `starting_after` a cursor, and the filter
+    `filter_name` (`status`, or `type` for events) one of `statuses`; the filter's value
+    is returned as `ListQuery.status`.
 
     Any other parameter, a repeated one, or a bad value is a 400 naming it.
     """
     problems: list[FieldError] = []
-    known = {"limit", "status", "starting_after"}
+    known = {"limit", filter_name, "starting_after"}
     for name in sorted(set(args) - known):
         problems.append(FieldError(name, "Unknown query parameter."))
     values: dict[str, str] = {}
@@ -43,9 +47,9 @@ def parse_list_query(args: Mapping[str, Sequence[str]], statuses: Sequence[str])
             problems.append(FieldError("limit", f"Must be an integer from 1 to {MAX_LIMIT}."))
         else:
             limit = int(raw)
-    status = values.get("status")
+    status = values.get(filter_name)
     if status is not None and status not in statuses:
-        problems.append(FieldError("status", "Must be one of: " + ", ".join(statuses) + "."))
+        problems.append(FieldError(filter_name, "Must be one of: " + ", ".join(statuses) + "."))
     starting_after = values.get("starting_after")
     if starting_after is not None and not starting_after:
         problems.append(FieldError("starting_after", "Must be a next_cursor from a previous page."))

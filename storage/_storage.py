@@ -10,15 +10,18 @@ import trio
 from fgcpay.domain.merchants import ApiKey, Merchant
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.customers import Customer
+from fgcpay.domain.endpoints import WebhookEndpoint
 from fgcpay.domain.transactions import Transaction
+from fgcpay.domain.webhooks import Event
 from fgcpay.domain.idempotency import Claim, Completion, Scope
 
-from . import checkout_sessions, customers, idempotency, merchants, transactions
+from . import checkout_sessions, customers, idempotency, merchants, transactions, webhooks
 from ._database import Database
 from ._migrations import load_migrations
 from ._postgres import PostgresDatabase
 from ._sqlite import SqliteDatabase, sqlite_path
 from .checkout_sessions import STATUS_CHANNEL
+from .webhooks import AttemptRecord, DeliveryJob, DeliveryView
 
 
 class Storage:
@@ -105,13 +108,15 @@ class Storage:
     async def next_checkout_expiry(self) -> int | None:
         return await self.db.read(checkout_sessions.next_expiry)
 
-    async def expire_checkout_session(self, session: CheckoutSession, now_us: int) -> bool:
-        return await self.db.write(checkout_sessions.mark_expired, session, now_us)
+    async def expire_checkout_session(
+        self, session: CheckoutSession, now_us: int, event: Event
+    ) -> bool:
+        return await self.db.write(checkout_sessions.mark_expired, session, now_us, event)
 
     async def pay_checkout_session(
-        self, session: CheckoutSession, payment: Transaction, now_us: int
+        self, session: CheckoutSession, payment: Transaction, now_us: int, event: Event
     ) -> bool:
-        return await self.db.write(checkout_sessions.pay, session, payment, now_us)
+        return await self.db.write(checkout_sessions.pay, session, payment, now_us, event)
 
     async def checkout_session_transactions(self, session_id: str) -> list[Transaction]:
         return await self.db.read(transactions.for_checkout_session, session_id)
@@ -132,6 +137,60 @@ class Storage:
 
     async def clear_pin_failures(self, code: str, now_us: int) -> None:
         await self.db.write(customers.clear_failures, code, now_us)
+
+    # -- webhooks ----------------------------------------------------------------------------
+
+    async def insert_webhook_endpoint(self, endpoint: WebhookEndpoint) -> None:
+        await self.db.write(webhooks.insert_endpoint, endpoint)
+
+    async def webhook_endpoints(self, merchant_id: str) -> list[WebhookEndpoint]:
+        return await self.db.read(webhooks.endpoints_of, merchant_id)
+
+    async def webhook_endpoint(self, merchant_id: str, endpoint_id: str) -> WebhookEndpoint | None:
+        return await self.db.read(webhooks.endpoint_of, merchant_id, endpoint_id)
+
+    async def delete_webhook_endpoint(self, merchant_id: str, endpoint_id: str, now_us: int) -> bool:
+        return await self.db.write(webhooks.delete_endpoint, merchant_id, endpoint_id, now_us)
+
+    async def rotate_webhook_secret(
+        self, merchant_id: str, endpoint_id: str, new_sealed: str, now_us: int, overlap_us: int
+    ) -> WebhookEndpoint | None:
+        return await self.db.write(
+            webhooks.rotate_secret, merchant_id, endpoint_id, new_sealed, now_us, overlap_us
+        )
+
+    async def event(self, merchant_id: str, event_id: str) -> Event | None:
+        return await self.db.read(webhooks.event_of, merchant_id, event_id)
+
+    async def events_page(
+        self,
+        merchant_id: str,
+        event_type: str | None,
+        after: tuple[int, str] | None,
+        since_us: int,
+        limit: int,
+    ) -> list[Event]:
+        return await self.db.read(webhooks.events_page, merchant_id, event_type, after, since_us, limit)
+
+    async def redeliver_event(self, merchant_id: str, event_id: str, now_us: int) -> int | None:
+        return await self.db.write(webhooks.redeliver, merchant_id, event_id, now_us)
+
+    async def claim_deliveries(
+        self, owner: str, now_us: int, lease_us: int, limit: int
+    ) -> list[DeliveryJob]:
+        return await self.db.write(webhooks.claim_due, owner, now_us, lease_us, limit)
+
+    async def record_delivery_attempt(self, owner: str, attempt: AttemptRecord) -> bool:
+        return await self.db.write(webhooks.record_attempt, owner, attempt)
+
+    async def release_delivery_leases(self, owner: str) -> int:
+        return await self.db.write(webhooks.release_leases, owner)
+
+    async def next_delivery_due(self) -> int | None:
+        return await self.db.read(webhooks.next_due)
+
+    async def event_deliveries(self, event_id: str) -> list[DeliveryView]:
+        return await self.db.read(webhooks.deliveries_of_event, event_id)
 
     # -- idempotency ---------------------------------------------------------------------
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.transactions import Transaction
+from fgcpay.domain.webhooks import Event
 
-from . import idempotency, transactions
+from . import idempotency, transactions, webhooks
 from ._database import Row, Tx
 
 COLUMNS = (
@@ -110,8 +111,9 @@ async def next_expiry(tx: Tx) -> int | None:
     return None if value is None else int(value)
 
 
-async def mark_expired(tx: Tx, session: CheckoutSession, now_us: int) -> bool:
-    """Compare-and-set `created` -> `expired`; False when the row moved on meanwhile."""
+async def mark_expired(tx: Tx, session: CheckoutSession, now_us: int, event: Event) -> bool:
+    """Compare-and-set `created` -> `expired` and record its event with the deliveries;
+    False (nothing written) when the row moved on meanwhile."""
     changed = await tx.execute(
         "UPDATE checkout_sessions SET status = 'expired', version = version + 1, updated_at = ?"
         " WHERE id = ? AND status = 'created' AND version = ? AND expires_at <= ?",
@@ -121,6 +123,7 @@ async def mark_expired(tx: Tx, session: CheckoutSession, now_us: int) -> bool:
         now_us,
     )
     if changed == 1:
+        await webhooks.record_event(tx, event)
         await notify_status(tx, session.id, "expired")
     return changed == 1
 
@@ -134,8 +137,11 @@ async def notify_status(tx: Tx, resource_id: str, status: str) -> None:
         await tx.execute(f"SELECT pg_notify('{STATUS_CHANNEL}', ?)", f"{resource_id}:{status}")
 
 
-async def pay(tx: Tx, session: CheckoutSession, payment: Transaction, now_us: int) -> bool:
-    """Compare-and-set `created` -> `paid` and write its test transaction, together.
+async def pay(
+    tx: Tx, session: CheckoutSession, payment: Transaction, now_us: int, event: Event
+) -> bool:
+    """Compare-and-set `created` -> `paid`, and with it the test transaction, the event and
+    its outbox deliveries: one transaction, so a crash never loses a webhook.
 
     False (and nothing written) when the session moved on or expired meanwhile.
     """
@@ -151,5 +157,6 @@ async def pay(tx: Tx, session: CheckoutSession, payment: Transaction, now_us: in
     if changed != 1:
         return False
     await transactions.insert(tx, payment)
+    await webhooks.record_event(tx, event)
     await notify_status(tx, session.id, "paid")
     return True

@@ -81,6 +81,8 @@ def make_settings(database_url: str) -> Settings:
         secret_key=TEST_SECRET,
         shutdown_grace_seconds=2.0,
         db_pool_size=5,
+        # Test receivers listen on 127.0.0.1, as in the local quick start.
+        webhook_allow_private=True,
     )
 
 

@@ -1,0 +1,101 @@
+"""Webhook endpoints and events as merchants manage them (API, dashboard, CLI)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from fgcpay.clock import Clock
+from fgcpay.domain import errors, ids, webhooks
+from fgcpay.domain.endpoints import WebhookEndpoint
+from fgcpay.domain.secret_box import SecretBox
+from fgcpay.domain.webhooks import EndpointRequest, Event
+from fgcpay.storage import Storage
+
+from . import destinations
+
+
+@attrs.define
+class WebhookEndpoints:
+    storage: Storage
+    clock: Clock
+    box: SecretBox
+    allow_private: bool
+    ring: Callable[[], None] = lambda: None
+
+    async def create(self, merchant_id: str, request: EndpointRequest) -> tuple[WebhookEndpoint, str]:
+        """A new endpoint and its signing secret (the only time the secret is shown)."""
+        refused = await destinations.refusal(request.url, self.allow_private)
+        if refused:
+            raise errors.ValidationFailed([errors.FieldError("url", f"Not allowed: {refused}.")])
+        secret = webhooks.new_secret()
+        endpoint = WebhookEndpoint(
+            id="we_" + ids.random_base62(24),
+            merchant_id=merchant_id,
+            url=request.url,
+            enabled_events=request.enabled_events,
+            secret_sealed=self.box.seal(secret),
+            previous_secret_sealed=None,
+            previous_secret_expires_at=None,
+            created_at=self.clock.now_us(),
+        )
+        await self.storage.insert_webhook_endpoint(endpoint)
+        return endpoint, secret
+
+    async def list(self, merchant_id: str) -> list[WebhookEndpoint]:
+        return await self.storage.webhook_endpoints(merchant_id)
+
+    async def get(self, merchant_id: str, endpoint_id: str) -> WebhookEndpoint:
+        found = await self.storage.webhook_endpoint(merchant_id, endpoint_id[:64])
+        if found is None:
+            raise errors.NotFound("No such webhook endpoint.")
+        return found
+
+    async def delete(self, merchant_id: str, endpoint_id: str) -> WebhookEndpoint:
+        endpoint = await self.get(merchant_id, endpoint_id)
+        now = self.clock.now_us()
+        if not await self.storage.delete_webhook_endpoint(merchant_id, endpoint.id, now):
+            raise errors.NotFound("No such webhook endpoint.")
+        return attrs.evolve(endpoint, deleted_at=now)
+
+    async def rotate_secret(self, merchant_id: str, endpoint_id: str) -> tuple[WebhookEndpoint, str]:
+        """A new secret; the old one keeps signing (a second `v1=`) for 24 hours."""
+        secret = webhooks.new_secret()
+        rotated = await self.storage.rotate_webhook_secret(
+            merchant_id, endpoint_id[:64], self.box.seal(secret), self.clock.now_us(), webhooks.ROTATION_OVERLAP_US
+        )
+        if rotated is None:
+            raise errors.NotFound("No such webhook endpoint.")
+        return rotated, secret
+
+    async def event(self, merchant_id: str, event_id: str) -> Event:
+        found = None
+        if ids.looks_like_id(event_id, "evt_", 24):
+            found = await self.storage.event(merchant_id, event_id)
+        if found is None:
+            raise errors.NotFound("No such event.")
+        return found
+
+    async def events(
+        self, merchant_id: str, event_type: str | None, starting_after: str | None, limit: int
+    ) -> tuple[list[Event], bool]:
+        after = None
+        if starting_after is not None:
+            anchor = None
+            if ids.looks_like_id(starting_after, "evt_", 24):
+                anchor = await self.storage.event(merchant_id, starting_after)
+            if anchor is None:
+                raise errors.ValidationFailed(
+                    [errors.FieldError("starting_after", "Must be a next_cursor from a previous page.")]
+                )
+            after = (anchor.created_at, anchor.id)
+        since = self.clock.now_us() - webhooks.EVENT_RETENTION_US
+        rows = await self.storage.events_page(merchant_id, event_type, after, since, limit + 1)
+        return rows[:limit], len(rows) > limit
+
+    async def redeliver(self, merchant_id: str, event_id: str) -> int:
+        event = await self.event(merchant_id, event_id)
+        queued = await self.storage.redeliver_event(merchant_id, event.id, self.clock.now_us())
+        self.ring()
+        return queued or 0

@@ -1,0 +1,212 @@
+"""Webhooks: event types and payloads, signing (both header families), verification,
+the retry schedule, and endpoint request rules."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import random
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from .fields import Fields
+from .times import iso_ms
+
+EVENT_TYPES = (
+    "checkout.session.paid",
+    "checkout.session.expired",
+    "subscription.activated",
+    "subscription.charged",
+    "subscription.cancelled",
+    "subscription.ended",
+    "refund.created",
+    "refund.approved",
+    "refund.rejected",
+)
+ALL_EVENTS = "*"
+TOLERANCE_SECONDS = 300
+SECRET_PREFIX = "whsec_"
+ROTATION_OVERLAP_US = 24 * 3600 * 1_000_000
+EVENT_RETENTION_US = 30 * 24 * 3600 * 1_000_000
+# About 3 days in all: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h.
+RETRY_SCHEDULE_SECONDS = (5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400)
+MAX_ATTEMPTS = len(RETRY_SCHEDULE_SECONDS) + 1
+JITTER = 0.1
+ATTEMPT_TIMEOUT_SECONDS = 10.0
+RESPONSE_KEEP_BYTES = 2048
+MAX_RETRY_AFTER_SECONDS = 86400
+
+
+class WebhookVerificationError(Exception):
+    """The delivery is not authentic or not fresh; do not act on it."""
+
+
+def new_secret() -> str:
+    """`whsec_` + base64 of 32 random bytes (the Standard Webhooks form)."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def _standard_key(secret: str) -> bytes:
+    return base64.b64decode(secret[len(SECRET_PREFIX) :] if secret.startswith(SECRET_PREFIX) else secret)
+
+
+def service_signature(secret: str, timestamp: int, body: bytes) -> str:
+    """Lowercase hex HMAC-SHA256, key = the secret string as shown (UTF-8),
+    message = `"<timestamp>.<raw body>"`."""
+    message = str(timestamp).encode() + b"." + body
+    return hmac.new(secret.encode("utf-8"), message, hashlib.sha256).hexdigest()
+
+
+def standard_signature(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    """Standard Webhooks: base64 HMAC-SHA256 keyed with the base64-decoded secret over
+    `"<msg_id>.<timestamp>.<body>"`."""
+    message = f"{msg_id}.{timestamp}.".encode() + body
+    return base64.b64encode(hmac.new(_standard_key(secret), message, hashlib.sha256).digest()).decode()
+
+
+def signed_headers(event_id: str, body: bytes, timestamp: int, signing_secrets: list[str]) -> dict[str, str]:
+    """Every header of one delivery attempt; `signing_secrets` is [old, new] during a rotation."""
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": "fgcpay-webhooks/1",
+        "Service-Timestamp": str(timestamp),
+        "Service-Signature": ",".join(
+            f"v1={service_signature(secret, timestamp, body)}" for secret in signing_secrets
+        ),
+        "Service-Event-Id": event_id,
+        "webhook-id": event_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": " ".join(
+            f"v1,{standard_signature(secret, event_id, timestamp, body)}" for secret in signing_secrets
+        ),
+    }
+
+
+def verify(body: bytes, headers: Mapping[str, str], secret: str, *, now: int, tolerance: int = TOLERANCE_SECONDS) -> None:
+    """Verify a delivery with either header family; raise `WebhookVerificationError`.
+
+    `headers` is matched case-insensitively. The timestamp must be within `tolerance`
+    seconds of `now` (unix seconds) in either direction. Comparisons are constant time.
+    """
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if "service-signature" in lowered:
+        raw_ts = lowered.get("service-timestamp", "")
+        timestamp = _fresh(raw_ts, now, tolerance)
+        expected = service_signature(secret, timestamp, body)
+        offered = [part.strip()[3:] for part in lowered["service-signature"].split(",") if part.strip().startswith("v1=")]
+    elif "webhook-signature" in lowered:
+        timestamp = _fresh(lowered.get("webhook-timestamp", ""), now, tolerance)
+        expected = standard_signature(secret, lowered.get("webhook-id", ""), timestamp, body)
+        offered = [part[3:] for part in lowered["webhook-signature"].split() if part.startswith("v1,")]
+    else:
+        raise WebhookVerificationError("no signature header")
+    if not any(hmac.compare_digest(expected, candidate) for candidate in offered):
+        raise WebhookVerificationError("no signature matches")
+
+
+def _fresh(raw: str, now: int, tolerance: int) -> int:
+    if not raw.isdigit():
+        raise WebhookVerificationError("missing or malformed timestamp")
+    timestamp = int(raw)
+    if abs(now - timestamp) > tolerance:
+        raise WebhookVerificationError("timestamp outside the tolerance window")
+    return timestamp
+
+
+def retry_delay(attempts_made: int, retry_after: int | None, rng: random.Random | None = None) -> float | None:
+    """Seconds until the next attempt after `attempts_made` failures, or None when done.
+
+    Exponential-ish schedule with +/-10% jitter; a `Retry-After` (429/503) is honoured as
+    a lower bound.
+    """
+    if attempts_made >= MAX_ATTEMPTS:
+        return None
+    base = RETRY_SCHEDULE_SECONDS[attempts_made - 1]
+    jitter = (rng or random).uniform(1 - JITTER, 1 + JITTER)
+    delay = base * jitter
+    if retry_after is not None:
+        delay = max(delay, float(min(retry_after, MAX_RETRY_AFTER_SECONDS)))
+    return delay
+
+
+def event_body(event_id: str, event_type: str, created_at: int, sequence: int, data_object: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": event_id,
+        "object": "event",
+        "type": event_type,
+        "mode": "test",
+        "created_at": iso_ms(created_at),
+        "sequence": sequence,
+        "data": {"object": data_object},
+    }
+
+
+@attrs.frozen
+class Event:
+    id: str
+    merchant_id: str
+    type: str
+    resource_id: str
+    sequence: int
+    body: str  # the exact JSON sent, constant across retries
+    created_at: int
+
+
+def new_event(
+    event_id: str,
+    merchant_id: str,
+    event_type: str,
+    resource_id: str,
+    sequence: int,
+    data_object: dict[str, Any],
+    now_us: int,
+) -> Event:
+    """An event whose body is fixed now, so every delivery sends the same bytes."""
+    body = event_body(event_id, event_type, now_us, sequence, data_object)
+    return Event(
+        id=event_id,
+        merchant_id=merchant_id,
+        type=event_type,
+        resource_id=resource_id,
+        sequence=sequence,
+        body=json.dumps(body, separators=(",", ":"), ensure_ascii=False),
+        created_at=now_us,
+    )
+
+
+@attrs.frozen
+class EndpointRequest:
+    url: str
+    enabled_events: tuple[str, ...]  # ("*",) for every type
+
+
+def parse_endpoint(body: dict[str, Any]) -> EndpointRequest:
+    fields = Fields(body, {"url", "enabled_events"})
+    url = fields.url("url", required=True)
+    events = parse_event_types(fields, body.get("enabled_events"))
+    fields.raise_if_any()
+    assert url is not None
+    return EndpointRequest(url=url, enabled_events=events)
+
+
+def parse_event_types(fields: Fields, value: Any) -> tuple[str, ...]:
+    if value is None:
+        return (ALL_EVENTS,)
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        fields.fail("enabled_events", "Must be a non-empty list of event types, or omitted for all.")
+        return (ALL_EVENTS,)
+    if ALL_EVENTS in value:
+        return (ALL_EVENTS,)
+    unknown = sorted(set(value) - set(EVENT_TYPES))
+    if unknown:
+        fields.fail("enabled_events", "Unknown event types: " + ", ".join(unknown[:5]) + ".")
+    return tuple(sorted(set(value) & set(EVENT_TYPES)))
+
+
+def subscribes(enabled_events: tuple[str, ...], event_type: str) -> bool:
+    return ALL_EVENTS in enabled_events or event_type in enabled_events

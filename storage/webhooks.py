@@ -1,0 +1,342 @@
+"""SQL for webhook endpoints, events and the delivery outbox."""
+
+from __future__ import annotations
+
+import attrs
+
+from fgcpay.domain import ids
+from fgcpay.domain.endpoints import WebhookEndpoint, decode_events, encode_events
+from fgcpay.domain.webhooks import Event, subscribes
+
+from ._database import Row, Tx
+
+_ENDPOINT_COLUMNS = (
+    "id, merchant_id, url, enabled_events, secret_sealed, previous_secret_sealed,"
+    " previous_secret_expires_at, created_at, deleted_at"
+)
+_EVENT_COLUMNS = "id, merchant_id, type, resource_id, sequence, body, created_at"
+
+
+def _endpoint(row: Row) -> WebhookEndpoint:
+    return WebhookEndpoint(
+        id=row["id"],
+        merchant_id=row["merchant_id"],
+        url=row["url"],
+        enabled_events=decode_events(row["enabled_events"]),
+        secret_sealed=row["secret_sealed"],
+        previous_secret_sealed=row["previous_secret_sealed"],
+        previous_secret_expires_at=row["previous_secret_expires_at"],
+        created_at=row["created_at"],
+        deleted_at=row["deleted_at"],
+    )
+
+
+def _event(row: Row) -> Event:
+    return Event(
+        id=row["id"],
+        merchant_id=row["merchant_id"],
+        type=row["type"],
+        resource_id=row["resource_id"],
+        sequence=row["sequence"],
+        body=row["body"],
+        created_at=row["created_at"],
+    )
+
+
+# -- endpoints ------------------------------------------------------------------------------
+
+
+async def insert_endpoint(tx: Tx, endpoint: WebhookEndpoint) -> None:
+    e = endpoint
+    await tx.execute(
+        f"INSERT INTO webhook_endpoints ({_ENDPOINT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        e.id, e.merchant_id, e.url, encode_events(e.enabled_events), e.secret_sealed,
+        e.previous_secret_sealed, e.previous_secret_expires_at, e.created_at, e.deleted_at,
+    )  # fmt: skip
+
+
+async def endpoints_of(tx: Tx, merchant_id: str) -> list[WebhookEndpoint]:
+    rows = await tx.fetch(
+        f"SELECT {_ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE merchant_id = ?"
+        " AND deleted_at IS NULL ORDER BY created_at DESC, id DESC",
+        merchant_id,
+    )
+    return [_endpoint(row) for row in rows]
+
+
+async def endpoint_of(tx: Tx, merchant_id: str, endpoint_id: str) -> WebhookEndpoint | None:
+    row = await tx.fetchrow(
+        f"SELECT {_ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ? AND merchant_id = ?"
+        " AND deleted_at IS NULL",
+        endpoint_id,
+        merchant_id,
+    )
+    return None if row is None else _endpoint(row)
+
+
+async def delete_endpoint(tx: Tx, merchant_id: str, endpoint_id: str, now_us: int) -> bool:
+    """Soft delete: pending deliveries to it are marked failed, history stays."""
+    changed = await tx.execute(
+        "UPDATE webhook_endpoints SET deleted_at = ? WHERE id = ? AND merchant_id = ?"
+        " AND deleted_at IS NULL",
+        now_us,
+        endpoint_id,
+        merchant_id,
+    )
+    if changed:
+        await tx.execute(
+            "UPDATE deliveries SET status = 'failed', updated_at = ?, lease_owner = NULL"
+            " WHERE endpoint_id = ? AND status = 'pending'",
+            now_us,
+            endpoint_id,
+        )
+    return changed == 1
+
+
+async def rotate_secret(
+    tx: Tx, merchant_id: str, endpoint_id: str, new_sealed: str, now_us: int, overlap_us: int
+) -> WebhookEndpoint | None:
+    """The current secret becomes the previous one (still signing until the overlap ends)."""
+    changed = await tx.execute(
+        "UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed,"
+        " previous_secret_expires_at = ?, secret_sealed = ?"
+        " WHERE id = ? AND merchant_id = ? AND deleted_at IS NULL",
+        now_us + overlap_us,
+        new_sealed,
+        endpoint_id,
+        merchant_id,
+    )
+    if not changed:
+        return None
+    return await endpoint_of(tx, merchant_id, endpoint_id)
+
+
+# -- events and the outbox ------------------------------------------------------------------
+
+
+async def record_event(tx: Tx, event: Event) -> int:
+    """Insert `event` and one pending delivery per subscribed endpoint (same transaction
+    as the change that caused it). Returns the number of deliveries queued."""
+    await tx.execute(
+        f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        event.id, event.merchant_id, event.type, event.resource_id, event.sequence,
+        event.body, event.created_at,
+    )  # fmt: skip
+    return await _queue_deliveries(tx, event, event.created_at)
+
+
+async def _queue_deliveries(tx: Tx, event: Event, now_us: int) -> int:
+    rows = await tx.fetch(
+        "SELECT id, enabled_events FROM webhook_endpoints WHERE merchant_id = ?"
+        " AND deleted_at IS NULL",
+        event.merchant_id,
+    )
+    queued = 0
+    for row in rows:
+        if not subscribes(decode_events(row["enabled_events"]), event.type):
+            continue
+        await tx.execute(
+            "INSERT INTO deliveries (id, event_id, endpoint_id, merchant_id, status, attempts,"
+            " next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?)",
+            "dlv_" + ids.random_base62(24),
+            event.id,
+            row["id"],
+            event.merchant_id,
+            now_us,
+            now_us,
+            now_us,
+        )
+        queued += 1
+    return queued
+
+
+async def redeliver(tx: Tx, merchant_id: str, event_id: str, now_us: int) -> int | None:
+    """Queue a new delivery of the event to each subscribed endpoint; None if unknown."""
+    row = await tx.fetchrow(
+        f"SELECT {_EVENT_COLUMNS} FROM events WHERE id = ? AND merchant_id = ?",
+        event_id,
+        merchant_id,
+    )
+    if row is None:
+        return None
+    return await _queue_deliveries(tx, _event(row), now_us)
+
+
+async def event_of(tx: Tx, merchant_id: str, event_id: str) -> Event | None:
+    row = await tx.fetchrow(
+        f"SELECT {_EVENT_COLUMNS} FROM events WHERE id = ? AND merchant_id = ?",
+        event_id,
+        merchant_id,
+    )
+    return None if row is None else _event(row)
+
+
+async def events_page(
+    tx: Tx,
+    merchant_id: str,
+    event_type: str | None,
+    after: tuple[int, str] | None,
+    since_us: int,
+    limit: int,
+) -> list[Event]:
+    where = ["merchant_id = ?", "created_at >= ?"]
+    args: list[object] = [merchant_id, since_us]
+    if event_type is not None:
+        where.append("type = ?")
+        args.append(event_type)
+    if after is not None:
+        where.append("(created_at < ? OR (created_at = ? AND id < ?))")
+        args += [after[0], after[0], after[1]]
+    rows = await tx.fetch(
+        f"SELECT {_EVENT_COLUMNS} FROM events WHERE {' AND '.join(where)}"
+        " ORDER BY created_at DESC, id DESC LIMIT ?",
+        *args,
+        limit,
+    )
+    return [_event(row) for row in rows]
+
+
+@attrs.frozen
+class DeliveryJob:
+    """One claimed delivery, with what it takes to send it."""
+
+    delivery_id: str
+    attempts: int
+    event_id: str
+    body: str
+    url: str
+    secret_sealed: str = attrs.field(repr=False)
+    previous_secret_sealed: str | None = attrs.field(repr=False)
+    previous_secret_expires_at: int | None
+
+
+async def claim_due(tx: Tx, owner: str, now_us: int, lease_us: int, limit: int) -> list[DeliveryJob]:
+    """Lease up to `limit` due deliveries to `owner`.
+
+    PostgreSQL skips rows another process has locked (FOR UPDATE SKIP LOCKED), so any
+    number of processes share the work; SQLite has one writer, which serializes claims.
+    """
+    lock = " FOR UPDATE SKIP LOCKED" if tx.dialect == "postgresql" else ""
+    due = await tx.fetch(
+        "SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_at <= ?"
+        " AND (lease_expires_at IS NULL OR lease_expires_at <= ?)"
+        f" ORDER BY next_attempt_at LIMIT ?{lock}",
+        now_us,
+        now_us,
+        limit,
+    )
+    jobs = []
+    for row in due:
+        await tx.execute(
+            "UPDATE deliveries SET lease_owner = ?, lease_expires_at = ? WHERE id = ?",
+            owner,
+            now_us + lease_us,
+            row["id"],
+        )
+        job = await tx.fetchrow(
+            "SELECT d.id AS delivery_id, d.attempts, e.id AS event_id, e.body, w.url,"
+            " w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at"
+            " FROM deliveries d JOIN events e ON e.id = d.event_id"
+            " JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.id = ?",
+            row["id"],
+        )
+        assert job is not None
+        jobs.append(
+            DeliveryJob(
+                delivery_id=job["delivery_id"],
+                attempts=job["attempts"],
+                event_id=job["event_id"],
+                body=job["body"],
+                url=job["url"],
+                secret_sealed=job["secret_sealed"],
+                previous_secret_sealed=job["previous_secret_sealed"],
+                previous_secret_expires_at=job["previous_secret_expires_at"],
+            )
+        )
+    return jobs
+
+
+@attrs.frozen
+class AttemptRecord:
+    delivery_id: str
+    attempted_at: int
+    response_status: int | None
+    latency_ms: int
+    error: str | None
+    response_body: str | None
+    # outcome: 'succeeded', 'failed', or 'pending' with next_attempt_at
+    outcome: str
+    next_attempt_at: int | None
+
+
+async def record_attempt(tx: Tx, owner: str, attempt: AttemptRecord) -> bool:
+    """Record the attempt and settle the delivery, if `owner` still holds its lease."""
+    changed = await tx.execute(
+        "UPDATE deliveries SET status = ?, attempts = attempts + 1, next_attempt_at = ?,"
+        " lease_owner = NULL, lease_expires_at = NULL, updated_at = ?"
+        " WHERE id = ? AND lease_owner = ?",
+        attempt.outcome,
+        attempt.next_attempt_at if attempt.next_attempt_at is not None else attempt.attempted_at,
+        attempt.attempted_at,
+        attempt.delivery_id,
+        owner,
+    )
+    if changed != 1:
+        return False
+    await tx.execute(
+        "INSERT INTO delivery_attempts (id, delivery_id, attempted_at, response_status,"
+        " latency_ms, error, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "att_" + ids.random_base62(24),
+        attempt.delivery_id,
+        attempt.attempted_at,
+        attempt.response_status,
+        attempt.latency_ms,
+        attempt.error,
+        attempt.response_body,
+    )
+    return True
+
+
+async def release_leases(tx: Tx, owner: str) -> int:
+    return await tx.execute(
+        "UPDATE deliveries SET lease_owner = NULL, lease_expires_at = NULL"
+        " WHERE lease_owner = ? AND status = 'pending'",
+        owner,
+    )
+
+
+async def next_due(tx: Tx) -> int | None:
+    value = await tx.fetchval(
+        "SELECT MIN(next_attempt_at) FROM deliveries WHERE status = 'pending'"
+    )
+    return None if value is None else int(value)
+
+
+@attrs.frozen
+class DeliveryView:
+    id: str
+    endpoint_id: str
+    status: str
+    attempts: int
+    next_attempt_at: int
+    last_status: int | None
+    last_error: str | None
+
+
+async def deliveries_of_event(tx: Tx, event_id: str) -> list[DeliveryView]:
+    rows = await tx.fetch(
+        "SELECT d.id, d.endpoint_id, d.status, d.attempts, d.next_attempt_at,"
+        " (SELECT a.response_status FROM delivery_attempts a WHERE a.delivery_id = d.id"
+        "  ORDER BY a.attempted_at DESC LIMIT 1) AS last_status,"
+        " (SELECT a.error FROM delivery_attempts a WHERE a.delivery_id = d.id"
+        "  ORDER BY a.attempted_at DESC LIMIT 1) AS last_error"
+        " FROM deliveries d WHERE d.event_id = ? ORDER BY d.created_at, d.id",
+        event_id,
+    )
+    return [
+        DeliveryView(
+            id=r["id"], endpoint_id=r["endpoint_id"], status=r["status"], attempts=r["attempts"],
+            next_attempt_at=r["next_attempt_at"], last_status=r["last_status"], last_error=r["last_error"],
+        )  # fmt: skip
+        for r in rows
+    ]
