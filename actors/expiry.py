@@ -28,10 +28,13 @@ RETRY_SECONDS = 1.0
 
 
 class ExpirySweeper:
-    def __init__(self, storage: Storage, host: ActorHost, clock: Clock) -> None:
+    def __init__(
+        self, storage: Storage, host: ActorHost, clock: Clock, max_sleep: float = MAX_SLEEP_SECONDS
+    ) -> None:
         self.storage = storage
         self.host = host
         self.clock = clock
+        self.max_sleep = max_sleep
         self._wake_at_us: int | None = None
         self._doorbell = trio.Event()
         self.sweeps = 0
@@ -70,8 +73,8 @@ class ExpirySweeper:
             return RETRY_SECONDS
         next_due = await self.storage.next_checkout_expiry()
         if next_due is None:
-            return MAX_SLEEP_SECONDS
-        return min(MAX_SLEEP_SECONDS, max(0.0, (next_due - self.clock.now_us()) / 1_000_000))
+            return self.max_sleep
+        return min(self.max_sleep, max(0.0, (next_due - self.clock.now_us()) / 1_000_000))
 
     async def _expire_all(self, session_ids: list[str]) -> bool:
         failed = False

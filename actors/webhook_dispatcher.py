@@ -55,7 +55,13 @@ class WebhookDispatcher:
         self._transport = transport
         self._busy = 0
         self._wake = trio.Event()
-        self.attempts = 0  # for tests and benchmarks
+        self.attempts = 0  # attempts recorded by this process
+        self._attempted = trio.Event()
+
+    async def wait_for_attempts(self, count: int) -> None:
+        """Return once this process has recorded `count` attempts (tests, benchmarks)."""
+        while self.attempts < count:
+            await self._attempted.wait()
 
     def ring(self) -> None:
         """Something was committed to the outbox: look now."""
@@ -156,7 +162,6 @@ class WebhookDispatcher:
             except httpx.HTTPError as failure:
                 error = f"{type(failure).__name__}: {str(failure)[:200]}"
         latency_ms = int((time.perf_counter() - started) * 1000)
-        self.attempts += 1
         finished = self.clock.now_us()
         if status is not None and 200 <= status < 300:
             outcome, next_at = "succeeded", None
@@ -183,6 +188,9 @@ class WebhookDispatcher:
         )
         if not kept:
             log_event("delivery lease lapsed during an attempt", logging.WARNING, delivery_id=job.delivery_id)
+        self.attempts += 1
+        self._attempted.set()
+        self._attempted = trio.Event()
 
 
 async def _first_bytes(response: httpx.Response, limit: int) -> str:

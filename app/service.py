@@ -86,11 +86,15 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 idle_seconds=settings.actor_idle_seconds,
                 ask_timeout=settings.actor_ask_timeout_seconds,
             )
-            sweeper = ExpirySweeper(storage, actors, clock)
+            sweeper = ExpirySweeper(storage, actors, clock, settings.expiry_poll_seconds)
             status_hub = StatusHub()
             box = SecretBox(settings.secret_key)
             dispatcher = WebhookDispatcher(
-                storage, clock, box, allow_private=settings.webhook_allow_private
+                storage,
+                clock,
+                box,
+                allow_private=settings.webhook_allow_private,
+                poll_seconds=settings.webhook_poll_seconds,
             )
 
             def session_changed(session: CheckoutSession) -> None:

@@ -110,12 +110,13 @@ def _bucket(frames: list[str]) -> str:
     return REST
 
 
-def breakdown(path: str, per_request_ms: float | None, expected_samples: int | None = None) -> str:
-    """Components of the main threads' samples, with an estimate of ms per request.
+def breakdown(path: str, cpu_ms_per_req: float | None, expected_samples: int | None = None) -> str:
+    """Components of the main threads' samples, with an estimate of CPU ms per request.
 
-    `per_request_ms` is the main-thread time available per request in the unprofiled
-    run (workers * 1000 / req/s); `expected_samples` is rate * seconds * processes, to
-    scale by how busy the main threads were."""
+    `cpu_ms_per_req` is the server's CPU time per request measured in the unprofiled run;
+    each component gets its share of it (the sampler pauses the process, so its own cost
+    is not in the shares). `expected_samples` (rate * seconds * processes) only serves
+    to report how busy the main threads were."""
     samples = read_samples(path)
     main = [(frames, n) for thread, frames, n in samples if _thread_name(thread) == "MainThread"]
     others = collections.Counter()
@@ -134,12 +135,14 @@ def breakdown(path: str, per_request_ms: float | None, expected_samples: int | N
             leaves[_short(frames[-1])] += n
     busy = min(1.0, total / expected_samples) if expected_samples else 1.0
     lines = [f"main-thread samples: {total}" + (f" ({busy:.0%} busy)" if expected_samples else "")]
+    if cpu_ms_per_req:
+        lines[0] += f"; ~cpu ms/req = share x {cpu_ms_per_req:.2f} ms measured without the profiler"
     if others:
         lines.append("other threads: " + ", ".join(f"{k} {v}" for k, v in others.most_common(4)))
-    lines.append(f"{'component':<56} {'share':>6} {'~ms/req':>8}")
+    lines.append(f"{'component':<56} {'share':>6} {'~cpu ms/req':>11}")
     for name, n in buckets.most_common():
         share = n / total
-        ms = f"{share * busy * per_request_ms:8.3f}" if per_request_ms else f"{'-':>8}"
+        ms = f"{share * cpu_ms_per_req:11.3f}" if cpu_ms_per_req else f"{'-':>11}"
         lines.append(f"{name:<56} {share:6.1%} {ms}")
     lines.append("top self (leaf) frames:")
     for name, n in leaves.most_common(12):

@@ -31,6 +31,17 @@ def to_pg(sql: str) -> str:
     return _PLACEHOLDER.sub(lambda _: f"${next(counter)}", sql)
 
 
+def _log_asyncio_error(loop: Any, context: dict[str, Any]) -> None:
+    error = context.get("exception")
+    log_event(
+        "asyncio error in the PostgreSQL driver",
+        logging.WARNING,
+        message=str(context.get("message", ""))[:200],
+        error_type=type(error).__name__ if error else None,
+        error=str(error)[:200] if error else None,
+    )
+
+
 class PgTx:
     dialect = "postgresql"
 
@@ -73,6 +84,10 @@ class PostgresDatabase:
     ) -> None:
         async with trio_asyncio.open_loop() as loop:
             self._loop = loop
+            # trio-asyncio's default handler turns any stray asyncio error (such as a
+            # pooled connection dropped while idle) into a crash of the whole service.
+            # asyncpg already recovers from those: log them instead.
+            loop.set_exception_handler(_log_asyncio_error)
             try:
                 self._pool = await self._aio(asyncpg.create_pool)(
                     self.url, min_size=1, max_size=self.pool_size

@@ -306,8 +306,10 @@ async def release_leases(tx: Tx, owner: str) -> int:
 
 
 async def next_due(tx: Tx) -> int | None:
+    """When the next delivery becomes claimable: due, and not leased (or its lease lapsed)."""
     value = await tx.fetchval(
-        "SELECT MIN(next_attempt_at) FROM deliveries WHERE status = 'pending'"
+        "SELECT MIN(CASE WHEN lease_expires_at IS NOT NULL AND lease_expires_at > next_attempt_at"
+        " THEN lease_expires_at ELSE next_attempt_at END) FROM deliveries WHERE status = 'pending'"
     )
     return None if value is None else int(value)
 

@@ -1,0 +1,96 @@
+"""A merchant's webhook receiver for the tests: real HTTP on 127.0.0.1 (hypercorn),
+answering as each test scripts it, and recording what arrived."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import trio
+from hypercorn.config import Config
+from quart import Response, request
+from quart_trio import QuartTrio
+
+
+@attrs.frozen
+class Received:
+    body: bytes
+    headers: dict[str, str]
+    at: float  # trio time
+
+
+@attrs.define(eq=False)
+class Receiver:
+    url: str
+    received: list[Received] = attrs.field(factory=list)
+    # Decides each answer: (number of this delivery, 0-based) -> (status, headers) or "hang".
+    script: Callable[[int], Any] = lambda n: (200, {})
+    _arrived: trio.Event = attrs.field(factory=trio.Event)
+    stop: trio.Event = attrs.field(factory=trio.Event)
+
+    async def wait_for(self, count: int) -> list[Received]:
+        """Wait until `count` deliveries have arrived."""
+        while len(self.received) < count:
+            await self._arrived.wait()
+        return self.received
+
+    def _note(self, item: Received) -> None:
+        self.received.append(item)
+        self._arrived.set()
+        self._arrived = trio.Event()
+
+
+def reserve_port() -> socket.socket:
+    """A bound, not yet listening socket: connections to it are refused until served."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    return f"http://127.0.0.1:{sock.getsockname()[1]}/hooks"
+
+
+async def start_receiver(nursery: trio.Nursery, sock: socket.socket | None = None) -> Receiver:
+    """Serve a receiver (on `sock` if given) until `receiver.stop` is set."""
+    sock = sock or reserve_port()
+    receiver = Receiver(url=url_of(sock))
+    app = QuartTrio(__name__)
+
+    @app.post("/hooks")
+    async def hooks() -> Response:
+        body = await request.get_data()
+        number = len(receiver.received)
+        headers = {key.lower(): value for key, value in request.headers.items()}
+        receiver._note(Received(body, headers, trio.current_time()))
+        answer = receiver.script(number)
+        if answer == "hang":
+            await trio.sleep_forever()
+        status, headers = answer
+        return Response("ok" if status < 300 else "nope", status=status, headers=headers)
+
+    config = Config()
+    config.accesslog = None
+    config.errorlog = None
+    config.keep_alive_timeout = 3600
+    from hypercorn.config import Sockets
+
+    sock.listen(128)
+    sockets = Sockets(secure_sockets=[], insecure_sockets=[sock], quic_sockets=[])
+    from hypercorn.trio.run import worker_serve
+    from hypercorn.utils import wrap_app
+
+    await nursery.start(
+        lambda task_status: worker_serve(
+            wrap_app(app, config.wsgi_max_body_size, "asgi"),
+            config,
+            sockets=sockets,
+            shutdown_trigger=receiver.stop.wait,
+            task_status=task_status,
+        )
+    )
+
+    return receiver
