@@ -28,7 +28,7 @@ from fgcpay.storage.webhooks import AttemptRecord, DeliveryJob
 
 from . import destinations
 
-LEASE_US = 60 * 1_000_000  # far beyond one attempt's 10 s timeout
+LEASE_SECONDS = 60.0  # far beyond one attempt's 10 s timeout
 POLL_SECONDS = 2.0
 ERROR_BACKOFF_SECONDS = 1.0
 
@@ -43,6 +43,7 @@ class WebhookDispatcher:
         allow_private: bool,
         senders: int = 32,
         poll_seconds: float = POLL_SECONDS,
+        lease_seconds: float = LEASE_SECONDS,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.storage = storage
@@ -51,6 +52,7 @@ class WebhookDispatcher:
         self.allow_private = allow_private
         self.senders = senders
         self.poll_seconds = poll_seconds
+        self.lease_us = int(lease_seconds * 1_000_000)
         self.owner = "dispatcher_" + secrets.token_hex(8)
         self._transport = transport
         self._busy = 0
@@ -98,7 +100,7 @@ class WebhookDispatcher:
             try:
                 if free > 0:
                     claimed = await self.storage.claim_deliveries(
-                        self.owner, self.clock.now_us(), LEASE_US, free
+                        self.owner, self.clock.now_us(), self.lease_us, free
                     )
                 for job in claimed:
                     self._busy += 1

@@ -95,6 +95,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 box,
                 allow_private=settings.webhook_allow_private,
                 poll_seconds=settings.webhook_poll_seconds,
+                lease_seconds=settings.webhook_lease_seconds,
             )
 
             def session_changed(session: CheckoutSession) -> None:
