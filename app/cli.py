@@ -168,7 +168,8 @@ async def _run_worker(settings: Settings, sockets: Any, shutdown: EventType | No
         async with trio.open_nursery() as nursery:
 
             async def on_event() -> None:
-                while not shutdown.is_set():
+                # A multiprocessing.Event set by the parent process: it can only be polled.
+                while not shutdown.is_set():  # noqa: ASYNC110
                     await trio.sleep(0.1)
                 nursery.cancel_scope.cancel()
 

@@ -18,14 +18,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import http.client
 import json
 import os
 import random
-import resource
 import shutil
-import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -36,185 +32,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
-sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import profile_summary  # noqa: E402
+from common import (  # noqa: E402
+    BENCH,
+    CREATE_BODY,
+    CREATE_PATH,
+    QUIET,
+    Server,
+    children_cpu_seconds,
+    free_port,
+    loadavg,
+    log,
+    machine_busy_seconds,
+    sh_json,
+    tool,
+    tree_cpu_seconds,
+    wait_for_quiet,
+)
 
-CREATE_BODY = {
-    "amount_fgc": "12.50",
-    "currency": "FGC",
-    "description": "bench",
-    "success_url": "https://shop.example/ok",
-    "cancel_url": "https://shop.example/cancel",
-}
-CREATE_PATH = "/api/v1/checkout/sessions"
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 TARGET_SQLITE_RATIO = 0.8
 TARGET_PG_RATIO = 0.7
 TARGET_LIST_P99_MS = 20.0
 
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def tool(name: str) -> str:
-    """A console script of the project's virtualenv (next to this interpreter first)."""
-    for candidate in (Path(sys.executable).parent / name, REPO / ".venv" / "bin" / name):
-        if candidate.exists():
-            return str(candidate)
-    found = shutil.which(name)
-    if found is None:
-        raise SystemExit(f"bench: {name} not found (run with the project's .venv/bin/python)")
-    return found
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def machine_busy_seconds() -> float:
-    """CPU seconds the whole machine has spent busy (all CPUs), from /proc/stat."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def children_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
-
-
-# -- processes ------------------------------------------------------------------------
-
-
-def _proc_table() -> dict[int, tuple[int, int]]:
-    """pid -> (ppid, utime+stime ticks) for every process we can read."""
-    table: dict[int, tuple[int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        rest = text.rsplit(")", 1)[1].split()
-        # fields after the comm: state ppid ... utime(14th overall -> rest[11]) stime(rest[12])
-        table[int(entry)] = (int(rest[1]), int(rest[11]) + int(rest[12]))
-    return table
-
-
-def process_tree(root: int) -> list[int]:
-    table = _proc_table()
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        if pid in table:
-            found.append(pid)
-            todo.extend(children.get(pid, []))
-    return found
-
-
-def tree_cpu_seconds(root: int | None) -> float:
-    if root is None:
-        return 0.0
-    table = _proc_table()
-    ticks = sum(table[pid][1] for pid in process_tree(root) if pid in table)
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-@dataclass
-class Server:
-    """A server subprocess we started (its own process group), bound to 127.0.0.1."""
-
-    name: str
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
-    port: int
-    workers: int
-    ready_path: str
-    log_dir: Path
-    proc: subprocess.Popen[bytes] | None = None
-    log_path: Path | None = None
-
-    def start(self) -> None:
-        self.log_path = self.log_dir / f"{self.name}.log"
-        out = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            self.argv, env=self.env, cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-        out.close()
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.tail()}")
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                conn.request("GET", self.ready_path)
-                status = conn.getresponse().status
-                conn.close()
-                if status == 200:
-                    # let every worker finish starting (they share one listening socket)
-                    time.sleep(1.0 if self.workers > 1 else 0.2)
-                    return
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"{self.name} not ready after 90 s:\n{self.tail()}")
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def tail(self, lines: int = 30) -> str:
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    def cpu_seconds(self) -> float:
-        return tree_cpu_seconds(self.proc.pid if self.proc else None)
-
-    def worker_pids(self) -> list[int]:
-        """The processes that serve requests (not supervisors or resource trackers)."""
-        if self.proc is None:
-            return []
-        tree = process_tree(self.proc.pid)
-        workers = [p for p in tree if p != self.proc.pid and "spawn_main" in cmdline(p)]
-        return workers or [self.proc.pid]
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the group we created for it
-            self.proc.wait(timeout=10)
 
 
 # -- wrk ------------------------------------------------------------------------------
@@ -304,7 +147,6 @@ class LoadResult:
     server_cpu_ms_per_req: float | None = None
     db_cpu_ms_per_req: float | None = None
     other_cpu_pct: float | None = None  # CPU used by processes outside this benchmark
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> str:
         cpu = f"{self.server_cpu_ms_per_req:.2f}" if self.server_cpu_ms_per_req is not None else "-"
@@ -372,31 +214,12 @@ def run_wrk(
     return result
 
 
-QUIET = {"wait": 30.0, "threshold": 15.0}
-
-
-def wait_for_quiet() -> None:
-    """Wait (at most QUIET["wait"] s) until the machine is nearly idle before a run, so
-    that other work on a shared machine does not end up in the figures."""
-    deadline = time.monotonic() + QUIET["wait"]
-    cpus = os.cpu_count() or 1
-    while True:
-        busy0 = machine_busy_seconds()
-        time.sleep(1.0)
-        pct = (machine_busy_seconds() - busy0) / cpus * 100
-        if pct < QUIET["threshold"]:
-            return
-        if time.monotonic() > deadline:
-            log(f"machine still {pct:.0f}% busy with other work; measuring anyway")
-            return
-
 
 def load(
     label: str, url: str, script: Path, cfg: WrkConfig, warmup: int,
     server: Server | None = None, db_pid: int | None = None,
 ) -> LoadResult:  # fmt: skip
-    if QUIET["wait"] > 0:
-        wait_for_quiet()
+    wait_for_quiet()  # a test run elsewhere on the machine, then idle CPU
     if warmup > 0:
         run_wrk(label + " (warm-up)", url, script, WrkConfig(cfg.threads, cfg.connections, warmup))
     log(f"{label}: {cfg.describe()} (loadavg {loadavg()})")
@@ -447,13 +270,6 @@ def profile_under_load(
 
 # -- data -----------------------------------------------------------------------------
 
-
-def sh_json(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
-    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout}\n{done.stderr}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 COLUMNS = (
@@ -637,9 +453,11 @@ class Bench:
             self.results.append(ceiling)
             ratio = create.rps / ceiling.rps if ceiling.rps else 0.0
             met = ratio >= target
-            gap = "" if met else f", missed: create needs {target * ceiling.rps:.0f} req/s, " \
-                f"{target * ceiling.rps - create.rps:.0f} req/s (" \
-                f"{(target * ceiling.rps / create.rps - 1) * 100:.0f}%) more"
+            needed = target * ceiling.rps
+            gap = "" if met else (
+                f", missed: create needs {needed:.0f} req/s, {needed - create.rps:.0f} req/s "
+                f"({(needed / create.rps - 1) * 100:.0f}%) more"
+            )
             self.verdicts.append(
                 f"{backend} {workers}w create/hello = {create.rps:.1f}/{ceiling.rps:.1f} = "
                 f"{ratio:.2f}x (target >= {target}x: {'MET' if met else 'MISSED'}{gap})"
@@ -773,14 +591,16 @@ class Bench:
             conn.close()
 
     def postgres(self) -> None:
-        from pg_durable import DURABLE_OPTIONS, start_durable_cluster
+        from pg_durable import DURABLE_OPTIONS, find_pg_bin, start_durable_cluster
 
-        try:
-            cluster = start_durable_cluster()
-        except FileNotFoundError as error:
-            self.verdicts.append(f"PostgreSQL skipped: {error} (apt-get install -y postgresql)")
+        if find_pg_bin() is None:
+            self.verdicts.append(
+                "PostgreSQL skipped: no server binaries (initdb, pg_ctl); "
+                "apt-get install -y postgresql"
+            )
             log(self.verdicts[-1])
             return
+        cluster = start_durable_cluster()
         try:
             cluster.psql("CREATE DATABASE bench")
             url = cluster.url("bench")
@@ -878,6 +698,11 @@ def main() -> int:
         help="before each run, wait up to this many seconds for the machine to be idle "
         "(< 15%% CPU busy); 0 disables",
     )  # fmt: skip
+    parser.add_argument(
+        "--tests-wait", type=float, default=600.0,
+        help="before each run, wait up to this many seconds for a test run (a process whose "
+        "command line mentions pytest) to finish; 0 disables",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
@@ -890,6 +715,7 @@ def main() -> int:
         )
         return 2
     QUIET["wait"] = args.quiet_wait
+    QUIET["tests_wait"] = args.tests_wait
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="fgcpay-bench-"))
     bench = Bench(args, work)

@@ -31,12 +31,18 @@ def to_pg(sql: str) -> str:
     return _PLACEHOLDER.sub(lambda _: f"${next(counter)}", sql)
 
 
+async def _keep_session(conn: Any) -> None:
+    """Pooled connections carry no session state to reset (no LISTEN, session settings or
+    session-level locks: LISTEN has a connection of its own, migrations lock per
+    transaction), so asyncpg's reset round trips on every release are skipped."""
+
+
 def _log_asyncio_error(loop: Any, context: dict[str, Any]) -> None:
     error = context.get("exception")
     log_event(
         "asyncio error in the PostgreSQL driver",
         logging.WARNING,
-        message=str(context.get("message", ""))[:200],
+        detail=str(context.get("message", ""))[:200],
         error_type=type(error).__name__ if error else None,
         error=str(error)[:200] if error else None,
     )
@@ -90,7 +96,7 @@ class PostgresDatabase:
             loop.set_exception_handler(_log_asyncio_error)
             try:
                 self._pool = await self._aio(asyncpg.create_pool)(
-                    self.url, min_size=1, max_size=self.pool_size
+                    self.url, min_size=1, max_size=self.pool_size, reset=_keep_session
                 )
             except (OSError, asyncpg.PostgresError) as error:
                 raise StorageError(f"cannot connect to PostgreSQL: {error}") from None
@@ -155,7 +161,7 @@ class PostgresDatabase:
             conn = None
             try:
                 conn = await self._aio(asyncpg.connect)(self.url)
-                conn.add_termination_listener(lambda _conn: lost.set())
+                conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
                 await self._aio(conn.add_listener)(
                     channel, lambda _conn, _pid, _channel, payload: on_payload(payload)
                 )
@@ -169,7 +175,6 @@ class PostgresDatabase:
                 log_event("status listener cannot connect", logging.WARNING, error=type(error).__name__)
             finally:
                 if conn is not None and not conn.is_closed():
-                    with trio.CancelScope(shield=True):
-                        conn.terminate()
+                    conn.terminate()
             await trio.sleep(delay)
             delay = min(delay * 2, 10.0)

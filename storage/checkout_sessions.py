@@ -83,8 +83,9 @@ async def page(
         where.append("status = ?")
         args.append(status)
     if after is not None:
-        where.append("(created_at < ? OR (created_at = ? AND id < ?))")
-        args += [after[0], after[0], after[1]]
+        # A row-value comparison, so both databases range-scan the list index.
+        where.append("(created_at, id) < (?, ?)")
+        args += [after[0], after[1]]
     rows = await tx.fetch(
         f"SELECT {COLUMNS} FROM checkout_sessions WHERE {' AND '.join(where)}"
         " ORDER BY created_at DESC, id DESC LIMIT ?",

@@ -185,8 +185,9 @@ async def events_page(
         where.append("type = ?")
         args.append(event_type)
     if after is not None:
-        where.append("(created_at < ? OR (created_at = ? AND id < ?))")
-        args += [after[0], after[0], after[1]]
+        # A row-value comparison, so both databases range-scan the list index.
+        where.append("(created_at, id) < (?, ?)")
+        args += [after[0], after[1]]
     rows = await tx.fetch(
         f"SELECT {_EVENT_COLUMNS} FROM events WHERE {' AND '.join(where)}"
         " ORDER BY created_at DESC, id DESC LIMIT ?",

@@ -187,9 +187,18 @@ async def test_a_payment_in_another_tab_turns_this_tab_paid(server: Server, shop
     await in_browser(scenario)
 
 
+@pytest.fixture
+def manual_clock() -> trio.testing.MockClock:
+    """Time moves only when the test jumps it: while the browser thread works, every trio
+    task is idle, and an autojumping clock would run the session out before the page
+    has even loaded."""
+    return trio.testing.MockClock()
+
+
 async def test_expiry_turns_the_open_page_expired(
-    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
+    nursery: trio.Nursery, settings: Settings, manual_clock: trio.testing.MockClock
 ) -> None:
+    clock = manual_clock
     server = await start_server(nursery, attrs.evolve(settings, checkout_ttl_seconds=600), clock=TrioClock())
     _, session = await new_session(server)
     page_open = threading.Event()

@@ -16,7 +16,7 @@ from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
 from fgcpay.webhooks import WebhookVerificationError, verify_delivery
 from hosted import Customer, new_session
-from receiver import Receiver, reserve_port, start_receiver, url_of
+from receiver import reserve_port, start_receiver, url_of
 
 
 async def add_endpoint(merchant: MerchantClient, url: str, events: list[str] | None = None) -> dict[str, Any]:
