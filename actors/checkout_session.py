@@ -18,6 +18,7 @@ from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.storage import Storage
 
 from ._runtime import ActorHost
+from .paging import cursor_position
 
 KIND = "checkout_session"
 
@@ -209,16 +210,11 @@ class CheckoutSessions:
     async def page(
         self, merchant_id: str, status: str | None, starting_after: str | None, limit: int
     ) -> tuple[list[CheckoutSession], bool]:
-        after = None
-        if starting_after is not None:
-            anchor = None
-            if ids.looks_like_id(starting_after, "cs_test_", 24):
-                anchor = await self.storage.merchant_checkout_session(merchant_id, starting_after)
-            if anchor is None:
-                raise errors.ValidationFailed(
-                    [errors.FieldError("starting_after", "Must be a next_cursor from a previous page.")]
-                )
-            after = (anchor.created_at, anchor.id)
+        after = await cursor_position(
+            starting_after,
+            "cs_test_",
+            lambda anchor_id: self.storage.merchant_checkout_session(merchant_id, anchor_id),
+        )
         rows = await self.storage.checkout_sessions_page(merchant_id, status, after, limit + 1)
         return rows[:limit], len(rows) > limit
 

@@ -14,6 +14,7 @@ from fgcpay.domain.webhooks import EndpointRequest, Event
 from fgcpay.storage import Storage
 
 from . import destinations
+from .paging import cursor_position
 
 
 @attrs.define
@@ -80,16 +81,9 @@ class WebhookEndpoints:
     async def events(
         self, merchant_id: str, event_type: str | None, starting_after: str | None, limit: int
     ) -> tuple[list[Event], bool]:
-        after = None
-        if starting_after is not None:
-            anchor = None
-            if ids.looks_like_id(starting_after, "evt_", 24):
-                anchor = await self.storage.event(merchant_id, starting_after)
-            if anchor is None:
-                raise errors.ValidationFailed(
-                    [errors.FieldError("starting_after", "Must be a next_cursor from a previous page.")]
-                )
-            after = (anchor.created_at, anchor.id)
+        after = await cursor_position(
+            starting_after, "evt_", lambda anchor_id: self.storage.event(merchant_id, anchor_id)
+        )
         since = self.clock.now_us() - webhooks.EVENT_RETENTION_US
         rows = await self.storage.events_page(merchant_id, event_type, after, since, limit + 1)
         return rows[:limit], len(rows) > limit

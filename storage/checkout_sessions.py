@@ -9,6 +9,7 @@ from fgcpay.domain.webhooks import Event
 
 from . import idempotency, transactions, webhooks
 from ._database import Row, Tx
+from ._paging import newest_first
 
 COLUMNS = (
     "id, merchant_id, status, version, amount_minor, currency, eur_cents, description,"
@@ -75,22 +76,13 @@ async def page(
     after: tuple[int, str] | None,
     limit: int,
 ) -> list[CheckoutSession]:
-    """Up to `limit` sessions, newest first (`created_at` desc, then `id` desc),
-    strictly after the cursor position `after` = (created_at, id)."""
-    where = ["merchant_id = ?"]
-    args: list[object] = [merchant_id]
+    """Up to `limit` sessions, newest first, after the cursor position `after`."""
+    where, args = ["merchant_id = ?"], [merchant_id]
     if status is not None:
         where.append("status = ?")
         args.append(status)
-    if after is not None:
-        # A row-value comparison, so both databases range-scan the list index.
-        where.append("(created_at, id) < (?, ?)")
-        args += [after[0], after[1]]
-    rows = await tx.fetch(
-        f"SELECT {COLUMNS} FROM checkout_sessions WHERE {' AND '.join(where)}"
-        " ORDER BY created_at DESC, id DESC LIMIT ?",
-        *args,
-        limit,
+    rows = await newest_first(
+        tx, f"SELECT {COLUMNS} FROM checkout_sessions", where, list(args), after, limit
     )
     return [from_row(row) for row in rows]
 

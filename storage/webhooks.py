@@ -9,6 +9,7 @@ from fgcpay.domain.endpoints import WebhookEndpoint, decode_events, encode_event
 from fgcpay.domain.webhooks import Event, subscribes
 
 from ._database import Row, Tx
+from ._paging import newest_first
 
 _ENDPOINT_COLUMNS = (
     "id, merchant_id, url, enabled_events, secret_sealed, previous_secret_sealed,"
@@ -179,21 +180,12 @@ async def events_page(
     since_us: int,
     limit: int,
 ) -> list[Event]:
-    where = ["merchant_id = ?", "created_at >= ?"]
+    where: list[str] = ["merchant_id = ?", "created_at >= ?"]
     args: list[object] = [merchant_id, since_us]
     if event_type is not None:
         where.append("type = ?")
         args.append(event_type)
-    if after is not None:
-        # A row-value comparison, so both databases range-scan the list index.
-        where.append("(created_at, id) < (?, ?)")
-        args += [after[0], after[1]]
-    rows = await tx.fetch(
-        f"SELECT {_EVENT_COLUMNS} FROM events WHERE {' AND '.join(where)}"
-        " ORDER BY created_at DESC, id DESC LIMIT ?",
-        *args,
-        limit,
-    )
+    rows = await newest_first(tx, f"SELECT {_EVENT_COLUMNS} FROM events", where, args, after, limit)
     return [_event(row) for row in rows]
 
 

@@ -44,16 +44,16 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path, pg_cluster: PgC
     """A fresh, empty database on each backend."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/fgcpay.sqlite3"
-    if pg_cluster is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
-    name = "t_" + secrets.token_hex(6)
-    pg_cluster.psql(f"CREATE DATABASE {name}")
-    return pg_cluster.url(name)
+    return fresh_postgres_database(pg_cluster)
 
 
 @pytest.fixture
 def postgres_url(pg_cluster: PgCluster | None) -> str:
     """A fresh PostgreSQL database, for what only PostgreSQL does (several processes)."""
+    return fresh_postgres_database(pg_cluster)
+
+
+def fresh_postgres_database(pg_cluster: PgCluster | None) -> str:
     if pg_cluster is None:
         pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
     name = "t_" + secrets.token_hex(6)
