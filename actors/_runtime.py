@@ -22,7 +22,6 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 import trio
-
 from fgcpay.domain import errors
 from fgcpay.logs import log_event
 

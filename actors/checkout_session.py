@@ -8,7 +8,6 @@ from decimal import Decimal
 from typing import Any
 
 import attrs
-
 from fgcpay.clock import Clock
 from fgcpay.domain import checkout, customers, errors, ids, money
 from fgcpay.domain.checkout import CheckoutRequest, CheckoutSession

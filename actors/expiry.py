@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 
 import trio
-
 from fgcpay.clock import Clock
 from fgcpay.domain import errors
 from fgcpay.logs import log_event

@@ -18,7 +18,6 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 import trio
-
 from fgcpay.clock import Clock
 from fgcpay.domain import webhooks
 from fgcpay.domain.secret_box import SecretBox

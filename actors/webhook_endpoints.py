@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import attrs
-
 from fgcpay.clock import Clock
 from fgcpay.domain import errors, ids, webhooks
 from fgcpay.domain.endpoints import WebhookEndpoint

@@ -6,7 +6,6 @@ import time
 
 import attrs
 from email_validator import EmailNotValidError, validate_email
-
 from fgcpay.actors.webhook_endpoints import WebhookEndpoints
 from fgcpay.clock import SystemClock
 from fgcpay.domain import ids

@@ -8,11 +8,11 @@ import multiprocessing
 import signal
 import sys
 from collections.abc import Sequence
+from multiprocessing.connection import wait
 from multiprocessing.synchronize import Event as EventType
 from typing import Any
 
 import trio
-
 from fgcpay.logs import configure_logging, log_event
 from fgcpay.settings import ConfigError, Settings, load_settings
 
@@ -200,11 +200,16 @@ def _supervise(settings: Settings, sockets: Any, workers: int) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     exit_code = 0
-    for process in processes:
-        process.join()
-        if process.exitcode not in (0, None):
-            exit_code = 1
-            shutdown.set()
+    running = list(processes)
+    while running:
+        # Whichever worker ends first: if it failed, stop the others too.
+        for sentinel in wait([p.sentinel for p in running]):
+            ended = next(p for p in running if p.sentinel == sentinel)
+            ended.join()
+            running.remove(ended)
+            if ended.exitcode != 0:
+                exit_code = 1
+                shutdown.set()
     return exit_code
 
 

@@ -6,9 +6,7 @@ import time
 from typing import Protocol
 
 import trio
-
 from fgcpay.domain.times import MICROS
-
 
 
 class Clock(Protocol):

@@ -16,26 +16,25 @@ from typing import Any
 
 import attrs
 import trio
-from hypercorn.config import Config, Sockets
-from hypercorn.trio.run import worker_serve
-from hypercorn.utils import wrap_app
-
 from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessionActor, CheckoutSessions
 from fgcpay.actors.expiry import ExpirySweeper
 from fgcpay.actors.status_hub import StatusHub
 from fgcpay.actors.webhook_dispatcher import WebhookDispatcher
 from fgcpay.actors.webhook_endpoints import WebhookEndpoints
-from fgcpay.domain.secret_box import SecretBox
 from fgcpay.clock import Clock, SystemClock
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.customers import TEST_CUSTOMERS, pin_hmac
 from fgcpay.domain.merchants import ApiKey
+from fgcpay.domain.secret_box import SecretBox
 from fgcpay.http.app import create_app
 from fgcpay.http.rate_limit import RateLimiter
 from fgcpay.logs import log_event
 from fgcpay.settings import Settings, default_public_url
 from fgcpay.storage import Storage, open_storage
+from hypercorn.config import Config, Sockets
+from hypercorn.trio.run import worker_serve
+from hypercorn.utils import wrap_app
 
 # `last_used_at` is informative; writing it more often than this would cost a write per request.
 KEY_TOUCH_INTERVAL_US = 60 * 1_000_000

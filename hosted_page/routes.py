@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from quart import Blueprint, Response, redirect, render_template, request, websocket
-
 from fgcpay.actors.checkout_session import FINAL, PAID, ConfirmResult
 from fgcpay.domain import checkout
 from fgcpay.http.plumbing import current_service
+from quart import Blueprint, Response, redirect, render_template, request, websocket
 
 from . import security, views
 

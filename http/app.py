@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from quart_trio import QuartTrio
-
 from fgcpay.hosted_page import routes as hosted_page
+from quart_trio import QuartTrio
 
 from . import checkout_sessions, errors, health, openapi, plumbing, webhooks
 from .body import MAX_BODY_BYTES

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hmac
 
 import attrs
-
 from fgcpay.domain import errors, ids
 from fgcpay.domain.merchants import ApiKey, Merchant
 from fgcpay.storage import Storage

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from quart import request
-
 from fgcpay.domain import errors
+from quart import request
 
 MAX_BODY_BYTES = 64 * 1024
 

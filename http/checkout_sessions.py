@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from quart import Blueprint, Response, request
-
 from fgcpay.domain import checkout
 from fgcpay.domain.lists import envelope, parse_list_query
+from quart import Blueprint, Response, request
 
 from .body import json_object
 from .idempotency import idempotent, pending, stored_headers

@@ -12,12 +12,11 @@ import json
 import logging
 from typing import Any
 
+from fgcpay.domain import errors
+from fgcpay.logs import log_event
 from quart import Response, g
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
-
-from fgcpay.domain import errors
-from fgcpay.logs import log_event
 
 JSON_TYPE = "application/json"
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from quart import Blueprint, Response, jsonify
-
 from fgcpay.domain import errors
+from quart import Blueprint, Response, jsonify
 
 from .plumbing import current_service
 

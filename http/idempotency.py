@@ -19,8 +19,6 @@ from typing import Any, ParamSpec
 
 import attrs
 import trio
-from quart import Response, g, request
-
 from fgcpay.domain import errors
 from fgcpay.domain.fields import canonical_json
 from fgcpay.domain.idempotency import (
@@ -31,6 +29,7 @@ from fgcpay.domain.idempotency import (
     key_problem,
     request_hash,
 )
+from quart import Response, g, request
 
 from .errors import api_error_response
 from .plumbing import current_service, principal

@@ -7,11 +7,10 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from quart import Response, g, request
-from quart_trio import QuartTrio
-
 from fgcpay.domain import errors, ids
 from fgcpay.logs import log_event
+from quart import Response, g, request
+from quart_trio import QuartTrio
 
 from .auth import Principal, authenticate
 from .body import MAX_BODY_BYTES

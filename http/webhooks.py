@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-from quart import Blueprint, Response, request
-
 from fgcpay.domain import endpoints, errors, webhooks
 from fgcpay.domain.lists import envelope, parse_list_query
+from quart import Blueprint, Response, request
 
 from .body import json_object, no_body
 from .idempotency import idempotent

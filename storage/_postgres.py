@@ -15,7 +15,6 @@ from typing import Any
 import asyncpg
 import trio
 import trio_asyncio
-
 from fgcpay.logs import log_event
 
 from ._database import RepoFn, Row, StorageError

@@ -6,14 +6,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import trio
-
-from fgcpay.domain.merchants import ApiKey, Merchant
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.customers import Customer
 from fgcpay.domain.endpoints import WebhookEndpoint
+from fgcpay.domain.idempotency import Claim, Completion, Scope
+from fgcpay.domain.merchants import ApiKey, Merchant
 from fgcpay.domain.transactions import Transaction
 from fgcpay.domain.webhooks import Event
-from fgcpay.domain.idempotency import Claim, Completion, Scope
 
 from . import checkout_sessions, customers, idempotency, merchants, transactions, webhooks
 from ._database import Database

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import attrs
-
 from fgcpay.domain import ids
 from fgcpay.domain.endpoints import WebhookEndpoint, decode_events, encode_events
 from fgcpay.domain.webhooks import Event, subscribes

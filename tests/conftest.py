@@ -12,7 +12,6 @@ import httpx
 import pytest
 import trio
 import trio.testing
-
 from fgcpay.admin import CreatedMerchant, create_merchant
 from fgcpay.clock import Clock
 from fgcpay.service import Running, serve

@@ -6,7 +6,6 @@ import re
 from html import unescape
 
 import httpx
-
 from conftest import MerchantClient, Server
 from test_checkout_sessions import create
 

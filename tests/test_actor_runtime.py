@@ -8,7 +8,6 @@ import attrs
 import pytest
 import trio
 import trio.testing
-
 from fgcpay.actors import ActorHost
 from fgcpay.domain import errors
 

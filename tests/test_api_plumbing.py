@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import httpx
 import pytest
-
 from conftest import Server
 from fgcpay.domain import ids
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 import trio
-
 from conftest import MerchantClient, Server
 
 SPEC_FIELDS = {
@@ -116,9 +115,9 @@ async def test_amount_minor_that_disagrees_or_is_malformed_is_400(server: Server
 
 
 async def test_eur_cents_follow_the_configured_rate(nursery: trio.Nursery, settings: Any) -> None:
-    import attrs
     from decimal import Decimal
 
+    import attrs
     from conftest import start_server
 
     srv = await start_server(nursery, attrs.evolve(settings, eur_cents_per_fgc=Decimal("1.234")))

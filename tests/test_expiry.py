@@ -7,7 +7,6 @@ from typing import Any
 import attrs
 import trio
 import trio.testing
-
 from conftest import Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings

@@ -9,7 +9,6 @@ import attrs
 import pytest
 import trio
 import trio.testing
-
 from conftest import Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.logs import JsonFormatter

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-
-
 import pytest
 import trio
-
 from conftest import Server
 from fgcpay.domain.fields import canonical_json
 from fgcpay.domain.idempotency import Scope, request_hash

@@ -7,12 +7,11 @@ import json
 import attrs
 import trio
 import trio.testing
-from trio_websocket import ConnectionClosed, ConnectionRejected, open_websocket_url
-
 from conftest import Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
 from hosted import Customer, new_session
+from trio_websocket import ConnectionClosed, ConnectionRejected, open_websocket_url
 
 
 def ws_url(server: Server, session_id: str) -> str:

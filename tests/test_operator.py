@@ -13,7 +13,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from fgcpay.settings import ConfigError, load_settings
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import attrs
 import trio
 import trio.testing
-
 from conftest import start_server
 from fgcpay.clock import TrioClock
 from fgcpay.http.rate_limit import RateLimiter

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import trio
-
 from fgcpay.admin import create_merchant
 from fgcpay.domain import ids
 from fgcpay.domain.merchants import new_api_key

@@ -13,7 +13,6 @@ from typing import Any
 import attrs
 import httpx
 import trio
-
 from conftest import start_server
 from fgcpay.settings import Settings
 from receiver import reserve_port, start_receiver, url_of

@@ -9,14 +9,13 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from standardwebhooks import Webhook
-
 from conftest import MerchantClient, Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
 from fgcpay.webhooks import WebhookVerificationError, verify_delivery
 from hosted import Customer, new_session
 from receiver import reserve_port, start_receiver, url_of
+from standardwebhooks import Webhook
 
 
 async def add_endpoint(merchant: MerchantClient, url: str, events: list[str] | None = None) -> dict[str, Any]:
