@@ -9,8 +9,11 @@ from fgcpay.domain import errors, ids
 
 
 class Positioned(Protocol):
-    created_at: int
-    id: str
+    @property
+    def created_at(self) -> int: ...
+
+    @property
+    def id(self) -> str: ...
 
 
 async def cursor_position(

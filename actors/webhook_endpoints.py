@@ -43,7 +43,7 @@ class WebhookEndpoints:
         await self.storage.insert_webhook_endpoint(endpoint)
         return endpoint, secret
 
-    async def list(self, merchant_id: str) -> list[WebhookEndpoint]:
+    async def all_of(self, merchant_id: str) -> list[WebhookEndpoint]:
         return await self.storage.webhook_endpoints(merchant_id)
 
     async def get(self, merchant_id: str, endpoint_id: str) -> WebhookEndpoint:

@@ -38,7 +38,7 @@ async def json_object(*, allow_empty: bool = False) -> dict[str, Any]:
     JSON (including NaN, Infinity and duplicate keys) or a top level that is not an
     object. With `allow_empty`, an absent body reads as `{}`.
     """
-    data = await request.get_data(cache=True)
+    data = await request.get_data(cache=True, as_text=False, parse_form_data=False)
     if not data and allow_empty:
         return {}
     if not is_json_content_type(request.headers.get("Content-Type")):
@@ -59,7 +59,7 @@ async def json_object(*, allow_empty: bool = False) -> dict[str, Any]:
 
 async def no_body() -> None:
     """For operations that take no body: accept an empty one or `{}`."""
-    data = await request.get_data(cache=True)
+    data = await request.get_data(cache=True, as_text=False, parse_form_data=False)
     if data.strip() in (b"", b"{}"):
         return
     body = await json_object()

@@ -90,7 +90,7 @@ def idempotent(
         if problem:
             raise errors.ValidationFailed([errors.FieldError(HEADER, problem)], problem)
         service = current_service()
-        raw = await request.get_data(cache=True)
+        raw = await request.get_data(cache=True, as_text=False, parse_form_data=False)
         scope = Scope(principal().merchant.id, request.method, request.path, key)
         fingerprint = _fingerprint(raw)
         owner = secrets.token_hex(12)

@@ -31,7 +31,7 @@ async def list_webhook_endpoints() -> Response:
         raise errors.ValidationFailed(
             [errors.FieldError(name, "Unknown query parameter.") for name in sorted(request.args)]
         )
-    rows = await current_service().webhook_endpoints.list(principal().merchant.id)
+    rows = await current_service().webhook_endpoints.all_of(principal().merchant.id)
     return json_response(envelope([endpoints.to_json(row) for row in rows], False, None))
 
 
