@@ -233,7 +233,8 @@ async def test_the_pin_is_never_logged_or_stored(server: Server, database_url: s
     logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(logging.DEBUG)
     try:
-        _, session = await new_session(server)
+        merchant, session = await new_session(server)
+        await merchant.post("/webhook_endpoints", json={"url": "https://hooks.example/x"})
         customer = Customer(server)
         secret_pin = "8675309421"
         await customer.pay(str(session["id"]), pin=secret_pin)
@@ -246,6 +247,7 @@ async def test_the_pin_is_never_logged_or_stored(server: Server, database_url: s
     assert not any(secret_pin in line for line in lines)
     assert not any("pin=" in line.lower() for line in lines)
     dump = await _database_text(server)
+    assert "checkout.session.paid" in dump  # the event is in there, without the PIN
     assert secret_pin not in dump
     customers = await server.storage.test_customer("TEST-0001")
     assert customers is not None and customers.pin_hmac not in (None, "1234")
@@ -258,7 +260,8 @@ async def _database_text(server: Server) -> str:
     async def everything(tx: object) -> str:
         out = []
         for table in ("merchants", "api_keys", "checkout_sessions", "idempotency_keys",
-                      "test_customers", "pin_failures", "transactions"):  # fmt: skip
+                      "test_customers", "pin_failures", "transactions", "events",
+                      "deliveries", "delivery_attempts", "webhook_endpoints"):  # fmt: skip
             for row in await tx.fetch(f"SELECT * FROM {table}"):  # type: ignore[attr-defined]
                 out.append(" ".join(str(value) for value in tuple(row)))
         return "\n".join(out)

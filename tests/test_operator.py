@@ -146,3 +146,35 @@ def test_bad_configuration_is_named(name: str, value: str, tmp_path: Path, monke
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match=name):
         load_settings({"FGCPAY_" + name: value})
+
+
+def test_the_procfile_runs_as_written(tmp_path: Path, database_url: str) -> None:
+    """`release` then `web`, each run by a shell as a Procfile host does, with $PORT set."""
+    procfile = dict(
+        line.split(": ", 1)
+        for line in (Path(__file__).parent.parent / "Procfile").read_text().splitlines()
+        if ": " in line
+    )
+    assert set(procfile) == {"release", "web"}
+    port = _free_port()
+    bin_dir = str(Path(sys.executable).parent)
+    # HOST keeps the test on loopback; a Procfile host leaves it unset (0.0.0.0).
+    env = _env(tmp_path, database_url, PORT=str(port), HOST="127.0.0.1", FGCPAY_SHUTDOWN_GRACE_SECONDS="3")
+    env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+    release = subprocess.run(["sh", "-c", procfile["release"]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert release.returncode == 0, release.stderr
+    web = subprocess.Popen(
+        ["sh", "-c", "exec " + procfile["web"]], cwd=tmp_path, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        _wait_ready(f"http://127.0.0.1:{port}", web)
+        started = time.monotonic()
+        web.send_signal(signal.SIGTERM)
+        _, stderr = web.communicate(timeout=15)
+        assert web.returncode == 0, stderr
+        assert time.monotonic() - started < 3 + 2
+    finally:
+        if web.poll() is None:
+            web.kill()
+            web.communicate()
