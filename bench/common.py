@@ -385,10 +385,16 @@ def fgcpay_env(database_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def fgcpay_server(name: str, env: dict[str, str], cwd: Path, workers: int, log_dir: Path) -> Server:
-    """`fgcpay serve --port P --workers N` (not started)."""
+def fgcpay_server(
+    name: str, env: dict[str, str], cwd: Path, workers: int, log_dir: Path, patch: str | None = None
+) -> Server:
+    """`fgcpay serve --port P --workers N` (not started); with `patch`, the same command
+    through `bench/patched_serve.py --patch <names>` (A/B of suggested changes)."""
     port = free_port()
-    argv = [tool("fgcpay"), "serve", "--port", str(port), "--workers", str(workers)]
+    command = [tool("fgcpay")]
+    if patch:
+        command = [sys.executable, str(BENCH / "patched_serve.py"), "--patch", patch]
+    argv = [*command, "serve", "--port", str(port), "--workers", str(workers)]
     return Server(name, argv, env, cwd, port, workers, "/readyz", log_dir)
 
 

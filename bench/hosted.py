@@ -371,7 +371,7 @@ class Bench:
         cwd.mkdir()
         env = fgcpay_env(f"sqlite:///{cwd / 'bench.sqlite3'}", FGCPAY_WEBHOOK_ALLOW_PRIVATE="1")
         _, api_key = create_merchant(env, cwd)
-        server = fgcpay_server("fgcpay-sqlite", env, cwd, 1, self.work)
+        server = fgcpay_server("fgcpay-sqlite", env, cwd, 1, self.work, self.args.patch)
         log(f"SQLite: {cwd / 'bench.sqlite3'}, `fgcpay serve --workers 1`")
         server.start()
         try:
@@ -394,7 +394,7 @@ class Bench:
             env = fgcpay_env(cluster.url("bench"), FGCPAY_WEBHOOK_ALLOW_PRIVATE="1")
             _, api_key = create_merchant(env, cwd)
             workers = self.args.pg_workers
-            server = fgcpay_server("fgcpay-pg", env, cwd, workers, self.work)
+            server = fgcpay_server("fgcpay-pg", env, cwd, workers, self.work, self.args.patch)
             log(f"PostgreSQL: 127.0.0.1:{cluster.port} ({DURABLE_OPTIONS}), `fgcpay serve --workers {workers}`")
             server.start()
             try:
@@ -410,6 +410,8 @@ class Bench:
         print("=" * 100)
         print(f"fgcpay hosted-page benchmark, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
               f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {time.monotonic() - started:.0f} s total")
+        if a.patch:
+            print(f"PATCHED service (bench/patched_serve.py --patch {a.patch}): not the application as it is")
         print(f"push: {a.sessions} payments one at a time after {a.warmup} warm-up; load: {a.clients} "
               f"customers x {a.per_client} sessions, at most {a.duration:.0f} s")
         print()
@@ -467,6 +469,8 @@ def main() -> int:
                         help="wait up to this long for an idle machine before each part (0: off)")
     parser.add_argument("--tests-wait", type=float, default=600.0,
                         help="wait up to this long for a running test suite (pytest) to finish (0: off)")
+    parser.add_argument("--patch", help="start the service through bench/patched_serve.py with these "
+                        "patches (comma-separated; A/B of suggested app changes, 1 worker)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()

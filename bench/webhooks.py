@@ -293,7 +293,9 @@ class Bench:
         log(f"{setup.backend}: receiver on 127.0.0.1:{receiver.port}, endpoint {endpoint['id']}")
         async with trio.open_nursery() as nursery:
             await nursery.start(serve_ok, receiver.port, receiver.on_request)
-            server = fgcpay_server(f"fgcpay-{setup.backend}", setup.env, setup.cwd, setup.workers, self.work)
+            server = fgcpay_server(
+                f"fgcpay-{setup.backend}", setup.env, setup.cwd, setup.workers, self.work, args.patch
+            )
             await trio.to_thread.run_sync(server.start)
             try:
                 await self.latency(setup, server, api_key, receiver, result)
@@ -361,7 +363,9 @@ class Bench:
         log(f"  inserted in {time.monotonic() - took:.1f} s")
         await trio.to_thread.run_sync(wait_for_quiet)
         receiver.reset(ids)
-        server = fgcpay_server(f"fgcpay-{setup.backend}-{kind}", setup.env, setup.cwd, setup.workers, self.work)
+        server = fgcpay_server(
+            f"fgcpay-{setup.backend}-{kind}", setup.env, setup.cwd, setup.workers, self.work, args.patch
+        )
         label = f"{setup.backend}-{kind}"
         log(f"{setup.backend}: starting the service to drain {len(ids):,} deliveries (loadavg {loadavg()})")
         cpu = CpuWindow(db_pid=setup.db_pid).start()
@@ -476,6 +480,8 @@ class Bench:
         print("=" * 100)
         print(f"fgcpay webhook benchmark, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
               f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {time.monotonic() - started:.0f} s total")
+        if a.patch:
+            print(f"PATCHED service (bench/patched_serve.py --patch {a.patch}): not the application as it is")
         print(f"latency: {a.payments} payments one at a time after {a.warmup} warm-up; drain: {a.backlog:,} "
               "queued deliveries")
         print()
@@ -522,6 +528,8 @@ def main() -> int:
     parser.add_argument("--profile-seconds", type=int, default=10)
     parser.add_argument("--quiet-wait", type=float, default=30.0)
     parser.add_argument("--tests-wait", type=float, default=600.0)
+    parser.add_argument("--patch", help="start the service through bench/patched_serve.py with these "
+                        "patches (comma-separated; A/B of suggested app changes, 1 worker)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()

@@ -54,7 +54,9 @@ def install(app: QuartTrio) -> None:
         if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
             raise errors.PayloadTooLarge("The request body is larger than 64 KiB.")
         path = request.path
-        if path.startswith(API_PREFIX) and path not in PUBLIC_API_PATHS:
+        if path in PUBLIC_API_PATHS:
+            _limit_by_address()
+        elif path.startswith(API_PREFIX):
             await _authenticate_and_limit()
 
     @app.after_request
@@ -83,15 +85,21 @@ def install(app: QuartTrio) -> None:
         return response
 
 
+def _limit_by_address() -> None:
+    """Calls without a valid key (public documents, failed authentication) are limited
+    per client address, with the same bucket sizes as a key."""
+    g.rate = current_service().rate_limiter.take("ip:" + _client_address())
+    if not g.rate.allowed:
+        raise errors.RateLimited(g.rate.retry_after)
+
+
 async def _authenticate_and_limit() -> None:
     service = current_service()
     try:
         found = await authenticate(service.storage, request.headers.get("Authorization"))
     except errors.Unauthenticated:
         # Failed attempts are limited per client address, so keys cannot be guessed fast.
-        g.rate = service.rate_limiter.take("ip:" + _client_address())
-        if not g.rate.allowed:
-            raise errors.RateLimited(g.rate.retry_after) from None
+        _limit_by_address()
         raise
     g.principal = found
     g.rate = service.rate_limiter.take("key:" + found.api_key.id)

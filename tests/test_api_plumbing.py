@@ -101,6 +101,7 @@ async def test_every_api_response_has_request_id_and_rate_limit_headers(server: 
     for response in (
         await merchant.get("/nowhere"),
         await server.client.get("/nowhere"),
+        await server.client.get("/openapi.json"),
     ):
         assert response.headers["Request-Id"].startswith("req_")
         assert response.headers["RateLimit-Policy"] == '"default";q=100;w=2'

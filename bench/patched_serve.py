@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""`fgcpay` with experimental patches applied in memory: A/B measurements of changes
+suggested to the application, without editing it.
+
+    .venv/bin/python bench/patched_serve.py --patch per-sender-client serve --port P --workers 1
+
+Everything after the patch options is `fgcpay`'s own command line. Patches apply to the
+process that runs this file only, so use `--workers 1` (with more workers, the spawned
+worker processes import fgcpay afresh and run unpatched). `bench/hosted.py` and
+`bench/webhooks.py` take `--patch NAME[,NAME]` and start the service through this file.
+
+Patches (each a sketch of a suggested change, see docs/performance.md):
+
+- per-sender-client: each of the dispatcher's senders owns an httpx.AsyncClient with a
+  pool of one connection, instead of 32 senders sharing one pool of 32 (httpcore scans
+  every pooled connection, with a readability system call each, on every request).
+- lean-sender: each sender posts over its own keep-alive HTTP/1.1 connection per origin
+  (`bench/minihttp.py`: one write per request, no pool, no httpx models) instead of
+  httpx. Plain http only: enough for the local receiver; a real version needs TLS.
+- skip-clear-pin: `clear_pin_failures` writes only when the customer has a failure row
+  (a read first), instead of one write transaction per successful confirm.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+BENCH = Path(__file__).resolve().parent
+
+
+def per_sender_client() -> None:
+    import httpx
+    import trio
+
+    from fgcpay.actors import webhook_dispatcher as wd
+
+    original = wd.WebhookDispatcher._sender
+
+    async def _sender(self: Any, jobs: Any, client: Any) -> None:
+        own = httpx.AsyncClient(
+            timeout=wd.webhooks.ATTEMPT_TIMEOUT_SECONDS, follow_redirects=False, transport=self._transport,
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+        )  # fmt: skip
+        try:
+            await original(self, jobs, own)
+        finally:
+            with trio.CancelScope(shield=True):
+                await own.aclose()
+
+    wd.WebhookDispatcher._sender = _sender  # type: ignore[method-assign]
+
+
+def lean_sender() -> None:
+    import trio
+
+    sys.path.insert(0, str(BENCH))
+    from minihttp import Connection
+
+    from fgcpay.actors import destinations
+    from fgcpay.actors import webhook_dispatcher as wd
+    from fgcpay.storage.webhooks import AttemptRecord
+
+    async def _sender(self: Any, jobs: Any, client: Any) -> None:
+        conns: dict[tuple[str, int], Connection] = {}
+        try:
+            async with jobs:
+                async for job in jobs:
+                    try:
+                        await _attempt(self, job, conns)
+                    except Exception as error:
+                        wd.log_event("delivery attempt crashed", 40, error_type=type(error).__name__)
+                    finally:
+                        self._busy -= 1
+                        self._wake.set()
+        finally:
+            for conn in conns.values():
+                with trio.CancelScope(shield=True):
+                    await conn.aclose()
+
+    async def _attempt(self: Any, job: Any, conns: dict[tuple[str, int], Connection]) -> None:
+        now = self.clock.now_us()
+        body = job.body.encode("utf-8")
+        headers = wd.webhooks.signed_headers(job.event_id, body, now // 1_000_000, self._signing_secrets(job, now))
+        status = answer = error = None
+        started = time.perf_counter()
+        refused = await destinations.refusal(job.url, self.allow_private)
+        if refused:
+            error = f"destination refused: {refused}"
+        else:
+            parts = urlsplit(job.url)
+            key = (parts.hostname or "", parts.port or 80)
+            conn = conns.get(key)
+            if conn is None:
+                conn = conns[key] = Connection(*key)
+            try:
+                with trio.fail_after(wd.webhooks.ATTEMPT_TIMEOUT_SECONDS):
+                    r = await conn.request("POST", parts.path or "/", headers, body)
+                status, answer = r.status, r.body[: wd.webhooks.RESPONSE_KEEP_BYTES].decode("utf-8", "replace")
+            except trio.TooSlowError:
+                error = "timeout after 10 s"
+                await conn.aclose()
+            except Exception as failure:
+                error = f"{type(failure).__name__}: {str(failure)[:200]}"
+                await conn.aclose()
+        latency_ms = int((time.perf_counter() - started) * 1000)
+        finished = self.clock.now_us()
+        if status is not None and 200 <= status < 300:
+            outcome, next_at = "succeeded", None
+        else:
+            delay = wd.webhooks.retry_delay(job.attempts + 1, None)
+            outcome, next_at = ("failed", None) if delay is None else ("pending", finished + int(delay * 1e6))
+        await self.storage.record_delivery_attempt(
+            self.owner,
+            AttemptRecord(job.delivery_id, finished, status, latency_ms, error, answer, outcome, next_at),
+        )
+        self.attempts += 1
+        self._attempted.set()
+        self._attempted = trio.Event()
+
+    wd.WebhookDispatcher._sender = _sender  # type: ignore[method-assign]
+
+
+def skip_clear_pin() -> None:
+    from fgcpay.storage import _storage
+
+    original = _storage.Storage.clear_pin_failures
+
+    async def has_failures(tx: Any, code: str) -> bool:
+        return await tx.fetchval("SELECT 1 FROM pin_failures WHERE customer_code = ?", code) is not None
+
+    async def clear_pin_failures(self: Any, code: str, now_us: int) -> None:
+        if await self.db.read(has_failures, code):
+            await original(self, code, now_us)
+
+    _storage.Storage.clear_pin_failures = clear_pin_failures  # type: ignore[method-assign]
+
+
+PATCHES = {
+    "per-sender-client": per_sender_client,
+    "lean-sender": lean_sender,
+    "skip-clear-pin": skip_clear_pin,
+}
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    names: list[str] = []
+    while argv and argv[0] == "--patch":
+        names += [n for n in argv[1].split(",") if n]
+        argv = argv[2:]
+    for name in names:
+        if name not in PATCHES:
+            print(f"unknown patch {name!r}; known: {', '.join(PATCHES)}", file=sys.stderr)
+            return 2
+        PATCHES[name]()
+    from fgcpay.cli import main as fgcpay_main
+
+    return int(fgcpay_main(argv) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
