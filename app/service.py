@@ -106,7 +106,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                     storage, clock, settings.secret_key, settings.public_url, session_changed
                 )
             )
-            await storage.set_test_customer_pins(test_customer_pins(settings.secret_key))
+            await storage.set_test_customer_pins(seeded_pin_hmacs(settings.secret_key))
             service = Service(
                 settings=settings,
                 clock=clock,
@@ -145,7 +145,8 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 nursery.cancel_scope.cancel()
 
 
-def test_customer_pins(secret_key: str) -> list[tuple[str, str]]:
+def seeded_pin_hmacs(secret_key: str) -> list[tuple[str, str]]:
+    """The test customers' PINs as HMACs under this server's secret (never stored in clear)."""
     return [(code, pin_hmac(secret_key, code, pin)) for code, pin, _ in TEST_CUSTOMERS]
 
 

@@ -170,7 +170,7 @@ class PostgresDatabase:
                     task_status.started()
                 await lost.wait()
                 log_event("status listener lost its connection", logging.WARNING)
-            except (OSError, asyncpg.PostgresError) as error:
+            except Exception as error:  # any driver failure: reconnect, never take the service down
                 log_event("status listener cannot connect", logging.WARNING, error=type(error).__name__)
             finally:
                 if conn is not None and not conn.is_closed():
