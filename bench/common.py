@@ -139,6 +139,7 @@ class Server:
     log_dir: Path
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
+    ready_at: float | None = None
 
     def start(self) -> None:
         self.log_path = self.log_dir / f"{self.name}.log"
@@ -158,6 +159,7 @@ class Server:
                 status = conn.getresponse().status
                 conn.close()
                 if status == 200:
+                    self.ready_at = time.perf_counter()  # the clock of bench/minihttp.py
                     # let every worker finish starting (they share one listening socket)
                     time.sleep(1.0 if self.workers > 1 else 0.2)
                     return

@@ -4,9 +4,9 @@ suggested to the application, without editing it.
 
     .venv/bin/python bench/patched_serve.py --patch per-sender-client serve --port P --workers 1
 
-Everything after the patch options is `fgcpay`'s own command line. Patches apply to the
-process that runs this file only, so use `--workers 1` (with more workers, the spawned
-worker processes import fgcpay afresh and run unpatched). `bench/hosted.py` and
+Everything after the patch options is `fgcpay`'s own command line. With `--workers N`
+the spawned workers import this file again (as `__mp_main__`) and apply the same patches,
+named in the environment variable BENCH_PATCHES. `bench/run.py`, `bench/hosted.py` and
 `bench/webhooks.py` take `--patch NAME[,NAME]` and start the service through this file.
 
 Patches (each a sketch of a suggested change, see docs/performance.md):
@@ -19,10 +19,19 @@ Patches (each a sketch of a suggested change, see docs/performance.md):
   httpx. Plain http only: enough for the local receiver; a real version needs TLS.
 - skip-clear-pin: `clear_pin_failures` writes only when the customer has a failure row
   (a read first), instead of one write transaction per successful confirm.
+- ring-when-queued: the dispatcher is rung after a payment only when the payment queued
+  a delivery (the merchant has an endpoint), instead of after every status change (each
+  ring costs a claim transaction through the writer, even with nothing to claim).
+- trace: not a change but a measurement: wall time of the hosted page's view functions,
+  the actor's confirm, every `Storage` method, the SQLite writer's group commits and
+  the garbage collector's pauses,
+  written as JSON (per name: count, p50, p90, p99, mean in ms) to `bench-trace-<pid>.json`
+  in the service's working directory when it stops.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -139,11 +148,128 @@ def skip_clear_pin() -> None:
     _storage.Storage.clear_pin_failures = clear_pin_failures  # type: ignore[method-assign]
 
 
+def ring_when_queued() -> None:
+    from fgcpay.actors import webhook_dispatcher as wd
+    from fgcpay.storage import webhooks as sw
+
+    queued = {"any": False}
+    original_queue = sw._queue_deliveries
+    original_ring = wd.WebhookDispatcher.ring
+
+    async def _queue_deliveries(tx: Any, event: Any, now_us: int) -> int:
+        n = await original_queue(tx, event, now_us)
+        if n:
+            queued["any"] = True
+        return n
+
+    def ring(self: Any) -> None:
+        if queued["any"]:
+            queued["any"] = False
+            original_ring(self)
+
+    sw._queue_deliveries = _queue_deliveries
+    wd.WebhookDispatcher.ring = ring  # type: ignore[method-assign]
+
+
+def trace() -> None:
+    import atexit
+    import functools
+    import inspect
+    import json
+    import statistics
+
+    from fgcpay import service as service_module
+    from fgcpay.actors import checkout_session
+    from fgcpay.storage import _sqlite, _storage
+
+    samples: dict[str, list[float]] = {}
+
+    def timed(name: str, fn: Any) -> Any:
+        @functools.wraps(fn)
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                samples.setdefault(name, []).append(time.perf_counter() - t0)
+
+        return wrapper
+
+    for name, fn in list(vars(_storage.Storage).items()):
+        if inspect.iscoroutinefunction(fn) and not name.startswith("_") and name != "follow_status_changes":
+            setattr(_storage.Storage, name, timed(f"storage.{name}", fn))
+    actor = checkout_session.CheckoutSessionActor
+    actor._confirm = timed("actor._confirm", actor._confirm)  # type: ignore[method-assign]
+    sessions = checkout_session.CheckoutSessions
+    sessions.confirm = timed("CheckoutSessions.confirm (ask)", sessions.confirm)  # type: ignore[method-assign]
+
+    commit = _sqlite.SqliteDatabase._commit_group
+
+    def _commit_group(self: Any, conn: Any, tx: Any, batch: Any) -> None:
+        t0 = time.perf_counter()
+        commit(self, conn, tx, batch)
+        took = time.perf_counter() - t0
+        samples.setdefault("sqlite writer: one group commit", []).append(took)
+        names = "+".join(sorted({job.fn.__name__ for job in batch}))
+        samples.setdefault(f"sqlite writer: group commit of {names}", []).append(took)
+        samples.setdefault("sqlite writer: group size (jobs, not ms)", []).append(len(batch) / 1000)
+
+    _sqlite.SqliteDatabase._commit_group = _commit_group  # type: ignore[method-assign]
+
+    import gc
+
+    gc_started: dict[str, float] = {}
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            gc_started["at"] = time.perf_counter()
+        elif "at" in gc_started:
+            samples.setdefault(f"gc pause, generation {info['generation']}", []).append(
+                time.perf_counter() - gc_started.pop("at")
+            )
+
+    gc.callbacks.append(on_gc)
+
+    original_create_app = service_module.create_app
+
+    def create_app(service: Any) -> Any:
+        app = original_create_app(service)
+        for endpoint in ("hosted_page.confirm", "hosted_page.checkout_page", "hosted_page.status_socket"):
+            if endpoint in app.view_functions:
+                app.view_functions[endpoint] = timed(f"view {endpoint}", app.view_functions[endpoint])
+        return app
+
+    service_module.create_app = create_app
+
+    @atexit.register
+    def dump() -> None:
+        out = {}
+        for name, values in samples.items():
+            ms = sorted(v * 1000 for v in values)
+            out[name] = {
+                "n": len(ms), "p50": ms[len(ms) // 2], "p90": ms[int(len(ms) * 0.9)],
+                "p99": ms[min(len(ms) - 1, int(len(ms) * 0.99))], "mean": statistics.fmean(ms),
+            }  # fmt: skip
+        Path(f"bench-trace-{os.getpid()}.json").write_text(json.dumps(out, indent=1))
+
+
 PATCHES = {
     "per-sender-client": per_sender_client,
     "lean-sender": lean_sender,
     "skip-clear-pin": skip_clear_pin,
+    "ring-when-queued": ring_when_queued,
+    "trace": trace,
 }
+
+
+ENV = "BENCH_PATCHES"
+
+
+def apply(names: list[str]) -> None:
+    for name in names:
+        if name not in PATCHES:
+            raise SystemExit(f"unknown patch {name!r}; known: {', '.join(PATCHES)}")
+        PATCHES[name]()
 
 
 def main() -> int:
@@ -152,11 +278,10 @@ def main() -> int:
     while argv and argv[0] == "--patch":
         names += [n for n in argv[1].split(",") if n]
         argv = argv[2:]
-    for name in names:
-        if name not in PATCHES:
-            print(f"unknown patch {name!r}; known: {', '.join(PATCHES)}", file=sys.stderr)
-            return 2
-        PATCHES[name]()
+    apply(names)
+    # `--workers N` spawns processes that import this file again as `__mp_main__`: they
+    # find the patch names here (see the end of this file).
+    os.environ[ENV] = ",".join(names)
     from fgcpay.cli import main as fgcpay_main
 
     return int(fgcpay_main(argv) or 0)
@@ -164,3 +289,5 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+elif __name__ == "__mp_main__" and os.environ.get(ENV):
+    apply(os.environ[ENV].split(","))  # a worker spawned by `fgcpay serve --workers N`

@@ -3,7 +3,7 @@
     .venv/bin/python bench/profile_summary.py /tmp/x.raw [--top 40]      # per function
     .venv/bin/python bench/profile_summary.py /tmp/x.raw --breakdown      # per component
 
-`bench/run.py --profile ...` calls `breakdown`: every sample of a worker's main (trio)
+`bench/run.py`, `bench/hosted.py` and `bench/webhooks.py` call `breakdown`: every sample of a worker's main (trio)
 thread is charged to one component. A sample whose stack passes through one of the
 service's own functions is charged to that function's component (first match in the
 order of `APP_BUCKETS`, so `random_base62` called from `build` counts as ids); any other
@@ -22,6 +22,22 @@ _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 
 # (component, function names as py-spy prints them), most specific first.
 APP_BUCKETS: list[tuple[str, tuple[str, ...]]] = [
+    # the webhook dispatcher (bench/webhooks.py)
+    ("webhook: HTTP POST (httpx + httpcore + h11, socket I/O)", ("AsyncClient.stream", "_first_bytes")),
+    ("webhook: sign + open secret", ("signed_headers", "WebhookDispatcher._signing_secrets")),
+    ("webhook: SSRF check", ("refusal",)),
+    ("webhook: record attempt (DB write)", ("Storage.record_delivery_attempt",)),
+    ("webhook: claim + next due (DB)", ("Storage.claim_deliveries", "Storage.next_delivery_due",
+                                        "WebhookDispatcher._claim_loop")),
+    ("webhook: sender rest", ("WebhookDispatcher._attempt", "WebhookDispatcher._sender")),
+    # the hosted page (bench/hosted.py)
+    ("page: render template (Jinja)", ("render_template",)),
+    ("confirm: actor (reads, PIN, 2 writes)", ("CheckoutSessionActor._confirm", "ActorHost._live")),
+    ("page/confirm: session + merchant reads", ("CheckoutSessions.find", "Storage.merchant")),
+    ("confirm: form parse", ("TrioRequest.form", "_load_form_data")),
+    ("websocket: handler + push", ("status_socket",)),
+    ("page/confirm: handlers (rest)", ("checkout_page", "confirm", "_render", "_context")),
+    # the merchant API (bench/run.py)
     ("ids: random_base62 (secrets.choice per char)", ("random_base62",)),
     ("auth: key sha256 + DB lookup", ("authenticate",)),
     ("rate limit + key-use note", ("_authenticate_and_limit",)),

@@ -41,6 +41,7 @@ from common import (  # noqa: E402
     CREATE_PATH,
     QUIET,
     Server,
+    fgcpay_server,
     children_cpu_seconds,
     free_port,
     loadavg,
@@ -395,9 +396,7 @@ class Bench:
         return env
 
     def fgcpay(self, name: str, env: dict[str, str], cwd: Path, workers: int) -> Server:
-        port = free_port()
-        argv = [tool("fgcpay"), "serve", "--port", str(port), "--workers", str(workers)]
-        return Server(name, argv, env, cwd, port, workers, "/readyz", self.work)
+        return fgcpay_server(name, env, cwd, workers, self.work, self.args.patch)
 
     def start_hello(self, workers: int, module: str = "hello_app") -> Server:
         """hypercorn's trio worker serving bench/<module>.py (hello_app or shape_app)."""
@@ -703,6 +702,8 @@ def main() -> int:
         help="before each run, wait up to this many seconds for a test run (a process whose "
         "command line mentions pytest) to finish; 0 disables",
     )  # fmt: skip
+    parser.add_argument("--patch", help="start fgcpay through bench/patched_serve.py with these patches "
+                        "(comma-separated): A/B of suggested app changes, or `trace`")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""The list queries alone on PostgreSQL with 1,000,000 sessions: is a slow list page the
+database's doing or the service's? An aid to reading `bench/run.py`'s list figures.
+
+    .venv/bin/python bench/pg_list_check.py [--rows 1000000] [--runs 1000]
+
+Starts a durable throwaway cluster (`bench/pg_durable.py`), applies the migrations with
+`fgcpay migrate`, makes a merchant and bulk-loads the same rows as `bench/run.py` (COPY,
+VACUUM (ANALYZE), CHECKPOINT). Then, on one asyncpg connection with prepared statements
+(as the service's pool does), each list query of `bench/run.py` runs `--runs` times one
+after another: p50/p99/max of the round trip, and EXPLAIN (ANALYZE, BUFFERS) of each, as a
+custom plan and as the generic plan a prepared statement may switch to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import create_merchant, fgcpay_env, fmt_summary, log, summary_ms, tool, wait_for_quiet  # noqa: E402
+from pg_durable import find_pg_bin, start_durable_cluster  # noqa: E402
+from run import pg_bulk_insert  # noqa: E402
+
+COLUMNS = (
+    "id, merchant_id, status, version, amount_minor, currency, eur_cents, description,"
+    " success_url, cancel_url, customer_email, customer_reference, external_reference,"
+    " metadata, created_at, updated_at, expires_at, paid_at"
+)
+BASE = f"SELECT {COLUMNS} FROM checkout_sessions"
+QUERIES = {
+    "first page": (f"{BASE} WHERE merchant_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2", "m,l"),
+    "status=paid": (
+        f"{BASE} WHERE merchant_id = $1 AND status = $2 ORDER BY created_at DESC, id DESC LIMIT $3", "m,s,l"
+    ),
+    "starting_after 90% deep": (
+        f"{BASE} WHERE merchant_id = $1 AND (created_at, id) < ($2, $3)"
+        " ORDER BY created_at DESC, id DESC LIMIT $4",
+        "m,c,i,l",
+    ),
+    "cursor lookup (by id)": (f"{BASE} WHERE id = $1 AND merchant_id = $2", "i,m"),
+}
+
+
+async def check(url: str, merchant_id: str, anchor: str, runs: int) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        created_at = await conn.fetchval("SELECT created_at FROM checkout_sessions WHERE id = $1", anchor)
+        values = {"m": merchant_id, "s": "paid", "l": 21, "c": created_at, "i": anchor}
+        for name, (sql, keys) in QUERIES.items():
+            args = [values[k] for k in keys.split(",")]
+            stmt = await conn.prepare(sql)
+            times = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                await stmt.fetch(*args)
+                times.append(time.perf_counter() - t0)
+            print(f"{name:<26} {fmt_summary(summary_ms(times))}")
+            for mode in ("force_custom_plan", "force_generic_plan"):
+                await conn.execute(f"SET plan_cache_mode = {mode}")
+                plan = await conn.fetch(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", *args)
+                print(f"  -- {mode}:")
+                for row in plan:
+                    print("     " + row[0])
+            await conn.execute("RESET plan_cache_mode")
+    finally:
+        await conn.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=1000)
+    args = parser.parse_args()
+    if find_pg_bin() is None:
+        print("no PostgreSQL server binaries (apt-get install -y postgresql)")
+        return 2
+    cluster = start_durable_cluster()
+    cwd = Path(tempfile.mkdtemp(prefix="fgcpay-pg-list-"))
+    try:
+        cluster.psql("CREATE DATABASE bench")
+        url = cluster.url("bench")
+        env = fgcpay_env(url)
+        subprocess.run([tool("fgcpay"), "migrate"], env=env, cwd=cwd, check=True, capture_output=True, timeout=120)
+        merchant_id, _ = create_merchant(env, cwd)
+        log(f"loading {args.rows:,} sessions (COPY, VACUUM (ANALYZE), CHECKPOINT)")
+        anchor, took = pg_bulk_insert(url, merchant_id, args.rows)
+        log(f"loaded in {took:.1f} s")
+        wait_for_quiet()
+        asyncio.run(check(url, merchant_id, anchor, args.runs))
+    finally:
+        cluster.stop()
+        shutil.rmtree(cwd, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
