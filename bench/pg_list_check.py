@@ -10,6 +10,11 @@ VACUUM (ANALYZE), CHECKPOINT). Then, on one asyncpg connection with prepared sta
 (as the service's pool does), each list query of `bench/run.py` runs `--runs` times one
 after another: p50/p99/max of the round trip, and EXPLAIN (ANALYZE, BUFFERS) of each, as a
 custom plan and as the generic plan a prepared statement may switch to.
+
+With `--service`, it then starts `fgcpay serve --workers 2` on that database and sends
+`--runs` deep-page requests (`?limit=20&starting_after=<90 % deep>`) one at a time over
+one keep-alive connection, printing the slow ones with their send times, so that a
+periodic cause (a background loop of the service) shows.
 """
 
 from __future__ import annotations
@@ -25,7 +30,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import create_merchant, fgcpay_env, fmt_summary, log, summary_ms, tool, wait_for_quiet  # noqa: E402
+import trio  # noqa: E402
+from common import (  # noqa: E402
+    create_merchant,
+    fgcpay_env,
+    fgcpay_server,
+    fmt_summary,
+    log,
+    summary_ms,
+    tool,
+    wait_for_quiet,
+)
+from minihttp import Connection, clock  # noqa: E402
 from pg_durable import find_pg_bin, start_durable_cluster  # noqa: E402
 from run import pg_bulk_insert  # noqa: E402
 
@@ -76,10 +92,31 @@ async def check(url: str, merchant_id: str, anchor: str, runs: int) -> None:
         await conn.close()
 
 
+async def through_service(port: int, api_key: str, anchor: str, runs: int) -> None:
+    conn = Connection("127.0.0.1", port)
+    path = f"/api/v1/checkout/sessions?limit=20&starting_after={anchor}"
+    headers = {"Authorization": f"Bearer {api_key}"}
+    for _ in range(50):
+        await conn.request("GET", path, headers)
+    start = clock()
+    times: list[tuple[float, float]] = []
+    for _ in range(runs):
+        r = await conn.request("GET", path, headers)
+        assert r.status == 200, r.status
+        times.append((r.sent_at - start, r.done_at - r.sent_at))
+    print(f"through fgcpay (2 workers, one connection): {fmt_summary(summary_ms([d for _, d in times]))}")
+    slow = [(at, d) for at, d in times if d > 0.030]
+    print(f"{len(slow)} requests over 30 ms, at (s after the first): "
+          + ", ".join(f"{at:.2f} ({d * 1000:.0f} ms)" for at, d in slow[:40]))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--service", action="store_true", help="also time the page through fgcpay")
+    parser.add_argument("--patch", help="start fgcpay through bench/patched_serve.py (e.g. trace)")
+    parser.add_argument("--keep", action="store_true", help="keep the service's directory (traces, logs)")
     args = parser.parse_args()
     if find_pg_bin() is None:
         print("no PostgreSQL server binaries (apt-get install -y postgresql)")
@@ -91,15 +128,26 @@ def main() -> int:
         url = cluster.url("bench")
         env = fgcpay_env(url)
         subprocess.run([tool("fgcpay"), "migrate"], env=env, cwd=cwd, check=True, capture_output=True, timeout=120)
-        merchant_id, _ = create_merchant(env, cwd)
+        merchant_id, api_key = create_merchant(env, cwd)
         log(f"loading {args.rows:,} sessions (COPY, VACUUM (ANALYZE), CHECKPOINT)")
         anchor, took = pg_bulk_insert(url, merchant_id, args.rows)
         log(f"loaded in {took:.1f} s")
         wait_for_quiet()
         asyncio.run(check(url, merchant_id, anchor, args.runs))
+        if args.service:
+            server = fgcpay_server("fgcpay-pg", env, cwd, 2, cwd, args.patch)
+            server.start()
+            try:
+                wait_for_quiet()
+                trio.run(through_service, server.port, api_key, anchor, args.runs)
+            finally:
+                server.stop()
     finally:
         cluster.stop()
-        shutil.rmtree(cwd, ignore_errors=True)
+        if args.keep:
+            log(f"kept {cwd}")
+        else:
+            shutil.rmtree(cwd, ignore_errors=True)
     return 0
 
 
