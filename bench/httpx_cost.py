@@ -5,7 +5,7 @@ webhook drain profile (`bench/webhooks.py`), not a benchmark of fgcpay.
     .venv/bin/python bench/httpx_cost.py [--requests 6000] [--concurrency 32]
 
 A receiver (`bench/minihttp.py`, answering 200 at once) runs in a child process; this
-process posts a webhook-sized body (1.3 KB, the dispatcher's 8 headers) from
+process posts a webhook-sized body (~1.2 KB, the dispatcher's 8 headers) from
 `--concurrency` trio tasks, and reports requests/s and this process's CPU per request for:
 
 - httpx.AsyncClient configured as the dispatcher configures it (`max_connections` =
