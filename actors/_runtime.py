@@ -10,13 +10,19 @@
   raced it finds the mailbox closed and delivers to a fresh activation instead, so a
   message is never lost and never delivered twice.
 - Supervision: an actor that raises is restarted from storage, at most `max_restarts`
-  times in a row; the message it was handling is answered 503. `trio.Cancelled` always
-  passes through, and every actor task lives in the host's nursery under the root.
+  times in a row; the message it was handling is answered 503. An actor whose state
+  cannot be loaded (`activate` fails: the database is down) is restarted after a backoff
+  that doubles with each failed activation up to `max_backoff_seconds`, on trio time.
+  While it backs off, and for one more backoff after it gave up, asks are answered at
+  once with 503 and a `Retry-After` instead of hammering the database in a tight loop.
+  `trio.Cancelled` always passes through, and every actor task lives in the host's
+  nursery under the root.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Hashable
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -69,6 +75,14 @@ class _Envelope:
     reply: _Reply | None
 
 
+@attrs.frozen
+class _Cooling:
+    """An actor that gave up after failed activations: not restarted before `until`."""
+
+    until: float  # trio time
+    failed_activations: int
+
+
 @attrs.define(eq=False)
 class _Actor(Generic[S]):
     key: tuple[str, str]
@@ -87,11 +101,16 @@ class ActorHost:
         ask_timeout: float = 10.0,
         mailbox_size: int = 16,
         max_restarts: int = 3,
+        backoff_seconds: float = 0.5,
+        max_backoff_seconds: float = 30.0,
     ) -> None:
         self.idle_seconds = idle_seconds
         self.ask_timeout = ask_timeout
         self.mailbox_size = mailbox_size
         self.max_restarts = max_restarts
+        self.backoff_seconds = backoff_seconds
+        self.max_backoff_seconds = max_backoff_seconds
+        self._cooling: dict[tuple[str, str], _Cooling] = {}
         self._behaviours: dict[str, Behaviour[Any]] = {}
         self._actors: dict[tuple[str, str], _Actor[Any]] = {}
         self._nursery: trio.Nursery | None = None
@@ -151,6 +170,9 @@ class ActorHost:
             raise LookupError(f"no actor kind {key[0]!r}")
         if self._nursery is None:
             raise errors.Unavailable("The service is shutting down.")
+        cooling = self._cooling.get(key)
+        if cooling is not None and trio.current_time() < cooling.until:
+            raise _unavailable(cooling.until)
         send, mailbox = trio.open_memory_channel[_Envelope](self.mailbox_size)
         actor: _Actor[Any] = _Actor(key=key, send=send, mailbox=mailbox)
         self._actors[key] = actor
@@ -161,13 +183,29 @@ class ActorHost:
     async def _live(self, actor: _Actor[Any]) -> None:
         behaviour = self._behaviours[actor.key[0]]
         actor_id = actor.key[1]
-        failures = 0
+        failures = 0  # crashes in a row, against `max_restarts`
+        cooled = self._cooling.pop(actor.key, None)
+        # Failed activations in a row (kept across a give-up), for the backoff's length.
+        failed_activations = cooled.failed_activations if cooled else 0
         try:
             while True:
-                current: _Envelope | None = None
                 try:
                     state = await behaviour.activate(actor_id)
-                    actor.activations += 1
+                except Exception as crash:
+                    failures += 1
+                    failed_activations += 1
+                    delay = self._backoff(failed_activations)
+                    self._log_crash(actor, crash, failures, delay)
+                    if failures > self.max_restarts:
+                        until = trio.current_time() + delay
+                        self._cool(actor.key, _Cooling(until, failed_activations))
+                        return
+                    await self._refuse_until(actor, trio.current_time() + delay)
+                    continue
+                failed_activations = 0
+                actor.activations += 1
+                current: _Envelope | None = None
+                try:
                     while True:
                         current = None
                         with trio.move_on_after(self.idle_seconds):
@@ -186,17 +224,10 @@ class ActorHost:
                             current.reply.answer(value)
                         failures = 0
                 except Exception as crash:
+                    # One message crashed it: restart from storage at once, that message
+                    # answered 503 (it is not retried, so this cannot loop by itself).
                     failures += 1
-                    self.crashes += 1
-                    log_event(
-                        "actor crashed",
-                        logging.ERROR,
-                        kind=actor.key[0],
-                        actor_id=actor_id,
-                        error_type=type(crash).__name__,
-                        error=str(crash)[:300],
-                        restarts_left=max(0, self.max_restarts - failures + 1),
-                    )
+                    self._log_crash(actor, crash, failures, 0.0)
                     if current is not None and current.reply is not None:
                         current.reply.fail(errors.Unavailable("The service is busy; please retry."))
                     if failures > self.max_restarts:
@@ -204,16 +235,64 @@ class ActorHost:
         finally:
             self._retire(actor)
 
+    def _backoff(self, failed_activations: int) -> float:
+        exponent = min(failed_activations - 1, 30)
+        return float(min(self.backoff_seconds * 2**exponent, self.max_backoff_seconds))
+
+    def _log_crash(self, actor: _Actor[Any], crash: Exception, failures: int, delay: float) -> None:
+        self.crashes += 1
+        log_event(
+            "actor crashed",
+            logging.ERROR,
+            kind=actor.key[0],
+            actor_id=actor.key[1],
+            error_type=type(crash).__name__,
+            error=str(crash)[:300],
+            restarts_left=max(0, self.max_restarts - failures + 1),
+            restart_in_seconds=round(delay, 3),
+        )
+
+    def _cool(self, key: tuple[str, str], cooling: _Cooling) -> None:
+        self._cooling[key] = cooling
+        if len(self._cooling) > 10_000:
+            # Keep the map bounded during a long outage touching many ids.
+            now = trio.current_time()
+            for stale in [k for k, c in self._cooling.items() if c.until <= now]:
+                del self._cooling[stale]
+
+    async def _refuse_until(self, actor: _Actor[Any], deadline: float) -> None:
+        """Back off until `deadline`, answering every ask meanwhile with 503 and when to
+        retry (a `tell` in that time is dropped, as when an actor gives up)."""
+        with trio.move_on_at(deadline):
+            while True:
+                envelope = await actor.mailbox.receive()
+                if envelope.reply is not None:
+                    envelope.reply.fail(_unavailable(deadline))
+
     def _retire(self, actor: _Actor[Any]) -> None:
         # No checkpoint in here: leaving the registry and closing the mailbox happen
         # together, so a sender either got in before (and we answer it) or finds it closed.
         if self._actors.get(actor.key) is actor:
             del self._actors[actor.key]
+        cooling = self._cooling.get(actor.key)
         while True:
             try:
                 left = actor.mailbox.receive_nowait()
             except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                 break
             if left.reply is not None:
-                left.reply.fail(errors.Unavailable("The service is busy; please retry."))
+                left.reply.fail(
+                    _unavailable(cooling.until)
+                    if cooling is not None
+                    else errors.Unavailable("The service is busy; please retry.")
+                )
         actor.mailbox.close()
+
+
+def _unavailable(until: float) -> errors.Unavailable:
+    """503 for an actor that cannot be loaded now, saying when it will try again."""
+    seconds = max(1, math.ceil(until - trio.current_time()))
+    return errors.Unavailable(
+        "The service cannot reach its data right now; please retry.",
+        retry_after_seconds=seconds,
+    )

@@ -3,6 +3,7 @@ operations the HTTP layer calls."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -14,6 +15,7 @@ from fgcpay.domain.checkout import CheckoutRequest, CheckoutSession
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.transactions import PAYMENT, Transaction
 from fgcpay.domain.webhooks import Event, new_event
+from fgcpay.logs import log_event
 from fgcpay.storage import Storage
 
 from ._runtime import ActorHost
@@ -120,17 +122,22 @@ class CheckoutSessionActor:
             # Never payable past expires_at, whether or not the sweep has run.
             return ConfirmResult(FINAL, await self._expire(session))
         code = customers.normalize_code(request.customer_code)
-        if not code or len(code) > customers.MAX_CODE_LENGTH or len(request.pin) > customers.MAX_PIN_LENGTH:
+        if not code or len(code) > customers.MAX_CODE_LENGTH:
             return ConfirmResult(WRONG_CREDENTIALS, session)
-        if await self.storage.customer_locked_until(code, now) is not None:
+        # Reserve the comparison first, in one atomic write per code (not per session): a
+        # code that is locked, or has five attempts counted or in flight, is refused here
+        # before any PIN is compared. An unknown code is counted and locked the same way.
+        scope = customers.lock_scope(code, session.merchant_id)
+        attempt = await self.storage.reserve_pin_attempt(scope, code, now)
+        if attempt.locked:
             return ConfirmResult(LOCKED, session)
-        customer = await self.storage.test_customer(code)
-        if customer is None:
-            return ConfirmResult(WRONG_CREDENTIALS, session)
-        if not customers.pin_matches(self.secret_key, customer, request.pin):
-            locked = await self.storage.record_pin_failure(code, now)
+        matched = len(request.pin) <= customers.MAX_PIN_LENGTH and customers.pin_matches(
+            self.secret_key, attempt.customer, code, request.pin
+        )
+        locked = await self.storage.settle_pin_attempt(scope, code, now, matched=matched)
+        customer = attempt.customer
+        if not matched or customer is None:
             return ConfirmResult(LOCKED if locked else WRONG_CREDENTIALS, session)
-        await self.storage.clear_pin_failures(code, now)
         if customer.outcome == customers.INSUFFICIENT_FUNDS:
             return ConfirmResult(DECLINED, session)
         if customer.outcome != customers.SUCCEEDS:
@@ -225,6 +232,28 @@ class CheckoutSessions:
         """The customer authorizes with code and PIN; the session's actor decides."""
         result: ConfirmResult = await self.host.ask(KIND, session_id, Confirm(customer_code, pin))
         return result
+
+    async def settled(self, session_id: str) -> CheckoutSession | None:
+        """The session as it is once its actor has handled what it had queued.
+
+        For a confirm that outlived its ask: the actor handles one message at a time, so a
+        snapshot asked now is answered after that confirm committed or gave up. If the
+        actor cannot answer in time either, storage's word is taken (None if unreadable).
+        """
+        try:
+            state: CheckoutSession = await self.host.ask(KIND, session_id, Snapshot())
+            return state
+        except errors.ServiceError:
+            pass
+        try:
+            return await self.storage.checkout_session(session_id)
+        except Exception as error:  # the page still answers; the outage is logged
+            log_event(
+                "could not read a checkout session",
+                logging.WARNING,
+                error_type=type(error).__name__,
+            )
+            return None
 
     async def find(self, session_id: str) -> CheckoutSession | None:
         """Any merchant's session, for the hosted page (the id is the capability)."""

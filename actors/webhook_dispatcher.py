@@ -1,7 +1,13 @@
 """The supervised delivery nursery: claims due deliveries from the outbox, sends each with
 a fresh signature, records the attempt, and schedules retries.
 
-- A bounded pool of senders; the dispatcher never claims more than it has free senders.
+- A bounded pool of senders; the dispatcher never claims more than it has free senders,
+  and never more than `per_endpoint` attempts at once to one endpoint or `per_merchant`
+  for one merchant, so slow receivers cannot hold every sender.
+- Each attempt has one deadline (10 s: resolve, connect, send, read the answer), well
+  inside the claim's lease; a receiver that drips its answer is cut off there.
+- Targets are resolved once per connection, every address is checked and the connection
+  goes to a checked address (`destinations.pinned_transport`).
 - Woken at once by a commit (`ring`), with polling as the authority (other processes'
   commits, retries coming due, lapsed leases of crashed processes).
 - Claims are leases: on shutdown, attempts in flight are cancelled and their leases are
@@ -14,6 +20,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections import Counter
 from email.utils import parsedate_to_datetime
 
 import httpx
@@ -27,7 +34,7 @@ from fgcpay.storage.webhooks import AttemptRecord, DeliveryJob
 
 from . import destinations
 
-LEASE_SECONDS = 60.0  # far beyond one attempt's 10 s timeout
+LEASE_SECONDS = 60.0  # far beyond one attempt's 10 s deadline
 POLL_SECONDS = 2.0
 ERROR_BACKOFF_SECONDS = 1.0
 
@@ -44,7 +51,16 @@ class WebhookDispatcher:
         poll_seconds: float = POLL_SECONDS,
         lease_seconds: float = LEASE_SECONDS,
         transport: httpx.AsyncBaseTransport | None = None,
+        resolver: destinations.Resolver = destinations.system_resolve,
+        per_endpoint: int | None = None,
+        per_merchant: int | None = None,
     ) -> None:
+        if lease_seconds < webhooks.MIN_LEASE_SECONDS:
+            raise ValueError(
+                f"the delivery lease ({lease_seconds} s) must be at least"
+                f" {webhooks.MIN_LEASE_SECONDS} s, twice an attempt's"
+                f" {webhooks.ATTEMPT_TIMEOUT_SECONDS} s deadline"
+            )
         self.storage = storage
         self.clock = clock
         self.box = box
@@ -54,6 +70,12 @@ class WebhookDispatcher:
         self.lease_us = int(lease_seconds * 1_000_000)
         self.owner = "dispatcher_" + secrets.token_hex(8)
         self._transport = transport
+        # Looked up at every connection, so a test can stand in for DNS.
+        self.resolver = resolver
+        self.per_endpoint = per_endpoint or max(1, senders // 4)
+        self.per_merchant = per_merchant or max(1, senders // 2)
+        self._endpoint_busy: Counter[str] = Counter()
+        self._merchant_busy: Counter[str] = Counter()
         self._busy = 0
         self._wake = trio.Event()
         self.attempts = 0  # attempts recorded by this process
@@ -69,11 +91,16 @@ class WebhookDispatcher:
         self._wake.set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        limits = httpx.Limits(max_connections=self.senders, max_keepalive_connections=self.senders)
+        transport = self._transport or destinations.pinned_transport(
+            self.allow_private, lambda host, port: self.resolver(host, port), limits
+        )
         client = httpx.AsyncClient(
             timeout=webhooks.ATTEMPT_TIMEOUT_SECONDS,
             follow_redirects=False,
-            transport=self._transport,
-            limits=httpx.Limits(max_connections=self.senders, max_keepalive_connections=self.senders),
+            transport=transport,
+            trust_env=False,
+            limits=limits,
         )
         try:
             async with trio.open_nursery() as nursery:
@@ -96,14 +123,19 @@ class WebhookDispatcher:
             self._wake = trio.Event()
             free = self.senders - self._busy
             claimed: list[DeliveryJob] = []
+            passed_over = False
             try:
                 if free > 0:
-                    claimed = await self.storage.claim_deliveries(
-                        self.owner, self.clock.now_us(), self.lease_us, free
+                    claimed, passed_over = await self.storage.claim_deliveries(
+                        self.owner, self.clock.now_us(), self.lease_us, free, self._limits()
                     )
                 for job in claimed:
                     self._busy += 1
+                    self._endpoint_busy[job.endpoint_id] += 1
+                    self._merchant_busy[job.merchant_id] += 1
                     await jobs_in.send(job)
+                if passed_over and len(claimed) < free:
+                    continue  # the next claim leaves the endpoints now at their limit out
                 wait = await self._idle_seconds(full=len(claimed) == free)
             except Exception as error:
                 log_event("delivery claim failed", logging.ERROR, error_type=type(error).__name__)
@@ -114,10 +146,29 @@ class WebhookDispatcher:
     async def _idle_seconds(self, full: bool) -> float:
         if full:
             return self.poll_seconds  # more may be due: a freed sender rings the bell
-        next_due = await self.storage.next_delivery_due()
+        next_due = await self.storage.next_delivery_due(self._limits())
         if next_due is None:
             return self.poll_seconds
         return min(self.poll_seconds, max(0.0, (next_due - self.clock.now_us()) / 1_000_000))
+
+    def _limits(self) -> webhooks.SenderLimits:
+        return webhooks.SenderLimits(
+            self.per_endpoint,
+            self.per_merchant,
+            dict(self._endpoint_busy),
+            dict(self._merchant_busy),
+        )
+
+    def _done(self, job: DeliveryJob) -> None:
+        self._busy -= 1
+        for busy, key in (
+            (self._endpoint_busy, job.endpoint_id),
+            (self._merchant_busy, job.merchant_id),
+        ):
+            busy[key] -= 1
+            if busy[key] <= 0:
+                del busy[key]
+        self._wake.set()
 
     async def _sender(self, jobs: trio.MemoryReceiveChannel[DeliveryJob], client: httpx.AsyncClient) -> None:
         async with jobs:
@@ -127,8 +178,7 @@ class WebhookDispatcher:
                 except Exception as error:  # a sender never dies of one delivery
                     log_event("delivery attempt crashed", logging.ERROR, error_type=type(error).__name__)
                 finally:
-                    self._busy -= 1
-                    self._wake.set()
+                    self._done(job)
 
     def _signing_secrets(self, job: DeliveryJob, now_us: int) -> list[str]:
         current = self.box.open(job.secret_sealed)
@@ -149,19 +199,27 @@ class WebhookDispatcher:
         answer: str | None = None
         retry_after: int | None = None
         started = time.perf_counter()
-        refused = await destinations.refusal(job.url, self.allow_private)
-        if refused:
-            error = f"destination refused: {refused}"
-        else:
+        timeout = f"timeout after {webhooks.ATTEMPT_TIMEOUT_SECONDS:g} s"
+        # One deadline for everything, the answer's body included: httpx's timeout is per
+        # read, so a receiver sending a byte a second would otherwise never time out.
+        with trio.move_on_after(webhooks.ATTEMPT_TIMEOUT_SECONDS) as deadline:
             try:
-                async with client.stream("POST", job.url, content=body, headers=headers) as response:
+                request = client.stream("POST", job.url, content=body, headers=headers)
+                async with request as response:
                     status = response.status_code
                     answer = await _first_bytes(response, webhooks.RESPONSE_KEEP_BYTES)
-                    retry_after = _retry_after(response)
+                    retry_after = _retry_after(response, self.clock.now_us())
             except httpx.TimeoutException:
-                error = "timeout after 10 s"
+                status, error = None, timeout
+            except httpx.ConnectError as failure:
+                if isinstance(failure.__cause__, destinations.DestinationRefused):
+                    error = f"destination refused: {failure.__cause__}"
+                else:
+                    error = f"{type(failure).__name__}: {str(failure)[:200]}"
             except httpx.HTTPError as failure:
                 error = f"{type(failure).__name__}: {str(failure)[:200]}"
+        if deadline.cancelled_caught:
+            status, answer, retry_after, error = None, None, None, timeout
         latency_ms = int((time.perf_counter() - started) * 1000)
         finished = self.clock.now_us()
         if status is not None and 200 <= status < 300:
@@ -203,7 +261,9 @@ async def _first_bytes(response: httpx.Response, limit: int) -> str:
     return kept.decode("utf-8", errors="replace")
 
 
-def _retry_after(response: httpx.Response) -> int | None:
+def _retry_after(response: httpx.Response, now_us: int) -> int | None:
+    """Seconds the receiver asks us to wait: a number, or an HTTP date read against the
+    service's clock (`now_us`), never the host's."""
     raw = response.headers.get("Retry-After")
     if not raw:
         return None
@@ -214,4 +274,4 @@ def _retry_after(response: httpx.Response) -> int | None:
         when = parsedate_to_datetime(raw)
     except (TypeError, ValueError):
         return None
-    return max(0, int(when.timestamp() - time.time()))
+    return max(0, int(when.timestamp() - now_us / 1_000_000))

@@ -25,8 +25,11 @@ class WebhookEndpoints:
     ring: Callable[[], None] = lambda: None
 
     async def create(self, merchant_id: str, request: EndpointRequest) -> tuple[WebhookEndpoint, str]:
-        """A new endpoint and its signing secret (the only time the secret is shown)."""
-        refused = await destinations.refusal(request.url, self.allow_private)
+        """A new endpoint and its signing secret (the only time the secret is shown).
+
+        Only the URL's form and literal addresses are checked here, without DNS (the name
+        may not resolve yet); the name is resolved and checked at every delivery."""
+        refused = destinations.registration_refusal(request.url, self.allow_private)
         if refused:
             raise errors.ValidationFailed([errors.FieldError("url", f"Not allowed: {refused}.")])
         secret = webhooks.new_secret()

@@ -53,6 +53,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     again.add_argument("--merchant", required=True)
     again.add_argument("--event", required=True, help="event id (evt_...)")
 
+    customer = commands.add_parser("customer", help="test customers on the hosted page")
+    customer_commands = customer.add_subparsers(dest="action", required=True)
+    unlock = customer_commands.add_parser("unlock", help="lift a customer code's wrong-PIN lock")
+    unlock.add_argument("code", help="customer code, e.g. TEST-0001")
+    unlock.add_argument("--merchant", help="only this merchant's lock of a test customer")
+
     args = parser.parse_args(argv)
     try:
         settings = load_settings()
@@ -70,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return trio.run(_create_endpoint, settings, args.merchant, args.url, args.events)
     if args.command == "event" and args.action == "redeliver":
         return trio.run(_redeliver, settings, args.merchant, args.event)
+    if args.command == "customer" and args.action == "unlock":
+        return trio.run(_unlock_customer, settings, args.code, args.merchant)
     return _fail("unknown command")
 
 
@@ -128,6 +136,19 @@ async def _redeliver(settings: Settings, merchant_id: str, event_id: str) -> int
         except ServiceError as error:
             return _fail(error.message, 1)
     print(json.dumps({"event_id": event_id, "deliveries_queued": queued}))
+    return 0
+
+
+async def _unlock_customer(settings: Settings, code: str, merchant_id: str | None) -> int:
+    from fgcpay.admin import UnlockInputError, unlock_customer
+    from fgcpay.storage import open_storage
+
+    async with open_storage(settings.database_url, 2) as storage:
+        try:
+            code, lifted = await unlock_customer(storage, code, merchant_id)
+        except UnlockInputError as error:
+            return _fail(str(error))
+    print(json.dumps({"customer_code": code, "merchant_id": merchant_id, "unlocked": lifted}))
     return 0
 
 

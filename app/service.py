@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 import trio
+from fgcpay import server
 from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessionActor, CheckoutSessions
 from fgcpay.actors.expiry import ExpirySweeper
@@ -28,11 +29,13 @@ from fgcpay.domain.customers import TEST_CUSTOMERS, pin_hmac
 from fgcpay.domain.merchants import ApiKey
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.http.app import create_app
+from fgcpay.http.plumbing import protocol_error_answer
 from fgcpay.http.rate_limit import RateLimiter
 from fgcpay.logs import log_event
+from fgcpay.server import ServerConfig
 from fgcpay.settings import Settings, default_public_url
 from fgcpay.storage import Storage, open_storage
-from hypercorn.config import Config, Sockets
+from hypercorn.config import Sockets
 from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
@@ -112,7 +115,9 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 clock=clock,
                 storage=storage,
                 nursery=nursery,
-                rate_limiter=RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
+                rate_limiter=RateLimiter(
+                    settings.rate_limit_per_second, settings.rate_limit_burst, storage, clock
+                ),
                 actors=actors,
                 checkout=CheckoutSessions(
                     storage=storage,
@@ -139,6 +144,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
             await nursery.start(sweeper.run)
             await nursery.start(dispatcher.run)
             await nursery.start(run_housekeeping, storage, clock)
+            await nursery.start(service.rate_limiter.run)
             try:
                 yield service
             finally:
@@ -167,8 +173,8 @@ async def run_housekeeping(
         await trio.sleep(HOUSEKEEPING_SECONDS)
 
 
-def hypercorn_config(settings: Settings, workers: int = 1) -> Config:
-    config = Config()
+def hypercorn_config(settings: Settings, workers: int = 1) -> ServerConfig:
+    config = ServerConfig()
     config.bind = [f"{settings.host}:{settings.port}"]
     config.worker_class = "trio"
     config.workers = workers
@@ -176,6 +182,9 @@ def hypercorn_config(settings: Settings, workers: int = 1) -> Config:
     config.accesslog = None  # one structured line per request comes from the app
     config.errorlog = logging.getLogger("hypercorn.error")
     config.backlog = 1024
+    # Connection limits and timeouts: see fgcpay.server.
+    config.keep_alive_timeout = server.KEEP_ALIVE_SECONDS
+    config.h11_max_incomplete_size = server.MAX_HEADER_BYTES
     return config
 
 
@@ -226,6 +235,8 @@ async def serve(
     settings = _with_bound_port(settings, sockets)
     async with open_service(settings, clock) as service:
         app = wrap_app(create_app(service), config.wsgi_max_body_size, "asgi")
+        server.install()
+        config.protocol_error_answer = partial(protocol_error_answer, service)
         async with trio.open_nursery() as nursery:
             urls = await nursery.start(
                 partial(

@@ -145,8 +145,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         rate_limit_burst=_int(env, "RATE_LIMIT_BURST", 100, 1, 1_000_000),
         webhook_allow_private=_bool(env, "WEBHOOK_ALLOW_PRIVATE"),
         webhook_poll_seconds=_float(env, "WEBHOOK_POLL_SECONDS", 2.0, 0.05),
-        # Longer than one attempt may take (10 s), or a slow attempt could be sent twice.
-        webhook_lease_seconds=_float(env, "WEBHOOK_LEASE_SECONDS", 60.0, 11.0),
+        # At least twice an attempt's 10 s deadline, or a slow attempt could be sent twice.
+        webhook_lease_seconds=_float(env, "WEBHOOK_LEASE_SECONDS", 60.0, 20.0),
         expiry_poll_seconds=_float(env, "EXPIRY_POLL_SECONDS", 30.0, 0.05),
         shutdown_grace_seconds=_float(env, "SHUTDOWN_GRACE_SECONDS", 10.0, 0.0),
         actor_idle_seconds=_float(env, "ACTOR_IDLE_SECONDS", 60.0, 0.001),

@@ -18,6 +18,11 @@ TEST_CUSTOMERS: tuple[tuple[str, str, str], ...] = (
     ("TEST-0003", "1234", BLOCKED),
 )
 
+# The documented test customers are shared by every merchant, so their wrong-PIN count
+# and lock are kept per merchant; every other code counts and locks across all merchants.
+PER_MERCHANT_CODES = frozenset(code for code, _, _ in TEST_CUSTOMERS)
+GLOBAL_SCOPE = ""
+
 MAX_FAILURES = 5
 FAILURE_WINDOW_US = 15 * 60 * 1_000_000
 LOCK_US = 15 * 60 * 1_000_000
@@ -33,6 +38,23 @@ class Customer:
     pin_hmac: str | None = attrs.field(repr=False)
 
 
+@attrs.frozen
+class PinAttempt:
+    """A reserved (or refused) chance to compare one PIN for a customer code.
+
+    `locked`: refused before any PIN is compared (locked, or five attempts already
+    counted or in flight). Otherwise `customer` is the code's customer, None when unknown.
+    """
+
+    locked: bool
+    customer: Customer | None = None
+
+
+def lock_scope(customer_code: str, merchant_id: str) -> str:
+    """Where a code's wrong PINs are counted: per merchant for test customers, else globally."""
+    return merchant_id if customer_code in PER_MERCHANT_CODES else GLOBAL_SCOPE
+
+
 def pin_hmac(secret_key: str, customer_code: str, pin: str) -> str:
     """HMAC-SHA256 keyed with the server secret over the code and PIN.
 
@@ -43,10 +65,12 @@ def pin_hmac(secret_key: str, customer_code: str, pin: str) -> str:
     return hmac.new(secret_key.encode("utf-8"), message, hashlib.sha256).hexdigest()
 
 
-def pin_matches(secret_key: str, customer: Customer, pin: str) -> bool:
-    if customer.pin_hmac is None:
+def pin_matches(secret_key: str, customer: Customer | None, customer_code: str, pin: str) -> bool:
+    """Compare the PIN; an unknown code costs the same HMAC, so timing does not tell it."""
+    digest = pin_hmac(secret_key, customer_code, pin)
+    if customer is None or customer.pin_hmac is None:
         return False
-    return hmac.compare_digest(pin_hmac(secret_key, customer.code, pin), customer.pin_hmac)
+    return hmac.compare_digest(digest, customer.pin_hmac)
 
 
 def normalize_code(raw: str) -> str:

@@ -106,10 +106,19 @@ class RateLimited(ServiceError):
 
 
 class Unavailable(ServiceError):
-    """The service could not answer in time (an actor or the database is busy)."""
+    """The service could not answer in time (an actor or the database is busy).
+
+    `retry_after_seconds`, when known, becomes the answer's `Retry-After` header.
+    """
 
     status = 503
     code = "service_unavailable"
+
+    def __init__(
+        self, message: str, details: Any = None, *, retry_after_seconds: int | None = None
+    ) -> None:
+        super().__init__(message, details)
+        self.retry_after_seconds = retry_after_seconds
 
 
 class InternalError(ServiceError):

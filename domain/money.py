@@ -12,8 +12,22 @@ MINOR_PER_FGC = 100
 MAX_MINOR = 1_000_000 * MINOR_PER_FGC  # 1000000.00 FGC
 CURRENCY = "FGC"
 
-_AMOUNT = re.compile(r"^[0-9]+(?:\.[0-9]+)?$")
-_MINOR = re.compile(r"^[0-9]+$")
+# The shapes parsing accepts, as published in the OpenAPI document (ECMA-262 and Python
+# agree on these). `amount_fgc`: digits with an optional fraction, any leading zeros and
+# trailing zeros, at most two significant decimals, above zero and at most 1000000.00.
+AMOUNT_FGC_PATTERN = (
+    r"^(?:0*[1-9][0-9]{0,5}(?:\.[0-9]{1,2}0*)?"
+    r"|0*1000000(?:\.0+)?"
+    r"|0+\.(?:0[1-9]|[1-9][0-9]?)0*)$"
+)
+# `amount_minor`: digits (leading zeros allowed), 1 to 100000000.
+AMOUNT_MINOR_PATTERN = r"^0*(?:[1-9][0-9]{0,7}|100000000)$"
+
+# The syntax only; the value rules are checked on the digits, so each gets its message.
+# fullmatch, not `$`: in Python `$` also matches before a trailing newline.
+_AMOUNT = re.compile(r"([0-9]+)(?:\.([0-9]+))?")
+_MINOR = re.compile(r"[0-9]+")
+_MAX_WHOLE_DIGITS = len(str(MAX_MINOR // MINOR_PER_FGC))
 
 
 class AmountError(ValueError):
@@ -26,25 +40,35 @@ def parse_fgc(value: object) -> int:
     Accepts a decimal string with at most two significant decimal places (zeros beyond
     two places are fine: `"10.500"`), above zero and at most 1000000.00. Rejects
     non-strings, signs, exponents, spaces, NaN and anything else.
+
+    Parsed exactly on the digits, never through a decimal context (which rounds past 28
+    significant digits: `"12.34999999999999999999999999999"` would become 12.35), and in
+    time linear in the length (the body limit bounds it), converting at most 9 digits.
     """
     if not isinstance(value, str):
         raise AmountError("must be a decimal string such as \"10.50\", not a JSON number")
-    if not _AMOUNT.match(value):
+    match = _AMOUNT.fullmatch(value)
+    if not match:
         raise AmountError("must be a decimal string of digits with an optional fraction, such as \"10.50\"")
-    amount = Decimal(value)
-    minor = amount * MINOR_PER_FGC
-    if minor != minor.to_integral_value():
+    whole = match.group(1).lstrip("0")
+    fraction = (match.group(2) or "").rstrip("0")
+    if len(fraction) > 2:
         raise AmountError("must have at most two decimal places")
-    return _bounded(int(minor))
+    if len(whole) > _MAX_WHOLE_DIGITS:
+        raise AmountError("must be at most 1000000.00")
+    return _bounded(int(whole or "0") * MINOR_PER_FGC + int(fraction.ljust(2, "0")))
 
 
 def parse_minor(value: object) -> int:
-    """`"1050"` -> 1050: the deprecated integer-of-minor-units form."""
+    """`"1050"` -> 1050: the deprecated integer-of-minor-units form (exact, like `parse_fgc`)."""
     if not isinstance(value, str):
         raise AmountError("must be an integer string such as \"1050\", not a JSON number")
-    if not _MINOR.match(value):
+    if not _MINOR.fullmatch(value):
         raise AmountError("must be a string of digits (minor units), such as \"1050\"")
-    return _bounded(int(value))
+    digits = value.lstrip("0")
+    if len(digits) > len(str(MAX_MINOR)):
+        raise AmountError("must be at most 100000000 (1000000.00 FGC)")
+    return _bounded(int(digits or "0"))
 
 
 def _bounded(minor: int) -> int:

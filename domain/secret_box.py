@@ -1,4 +1,5 @@
-"""Encryption at rest for secrets the service must use later (webhook signing secrets).
+"""Encryption at rest for secrets the service must use later (webhook signing secrets,
+stored answers that carry one, such as an idempotent replay of a new endpoint).
 
 AES-256-GCM with a key derived from FGCPAY_SECRET_KEY, so a copy of the database alone
 does not reveal them.
@@ -10,6 +11,7 @@ import base64
 import hashlib
 import secrets
 
+from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 _PREFIX = "enc1:"
@@ -25,8 +27,16 @@ class SecretBox:
         sealed = self._aead.encrypt(nonce, plaintext.encode("utf-8"), b"fgcpay")
         return _PREFIX + base64.b64encode(nonce + sealed).decode()
 
+    @staticmethod
+    def is_sealed(text: str) -> bool:
+        return text.startswith(_PREFIX)
+
     def open(self, sealed: str) -> str:
+        """The plaintext; ValueError if `sealed` is not ours (another server secret, damage)."""
         if not sealed.startswith(_PREFIX):
             raise ValueError("not a sealed secret")
         raw = base64.b64decode(sealed[len(_PREFIX) :])
-        return self._aead.decrypt(raw[:12], raw[12:], b"fgcpay").decode("utf-8")
+        try:
+            return self._aead.decrypt(raw[:12], raw[12:], b"fgcpay").decode("utf-8")
+        except InvalidTag:
+            raise ValueError("sealed under another server secret, or damaged") from None

@@ -37,7 +37,11 @@ EVENT_RETENTION_US = 30 * 24 * 3600 * 1_000_000
 RETRY_SCHEDULE_SECONDS = (5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400)
 MAX_ATTEMPTS = len(RETRY_SCHEDULE_SECONDS) + 1
 JITTER = 0.1
+# One deadline for a whole attempt (resolve, connect, send, answer): "a 2xx within 10 s".
 ATTEMPT_TIMEOUT_SECONDS = 10.0
+# A claim's lease must outlast an attempt and the recording of its outcome with room to
+# spare, or a slow attempt's delivery is claimed and sent again by another process.
+MIN_LEASE_SECONDS = 2 * ATTEMPT_TIMEOUT_SECONDS
 RESPONSE_KEEP_BYTES = 2048
 MAX_RETRY_AFTER_SECONDS = 86400
 
@@ -206,6 +210,23 @@ def parse_event_types(fields: Fields, value: Any) -> tuple[str, ...]:
     if unknown:
         fields.fail("enabled_events", "Unknown event types: " + ", ".join(unknown[:5]) + ".")
     return tuple(sorted(set(value) & set(EVENT_TYPES)))
+
+
+@attrs.frozen
+class SenderLimits:
+    """At most `per_endpoint` attempts at once to one endpoint and `per_merchant` for one
+    merchant (so slow receivers cannot hold every sender), with the counts running now."""
+
+    per_endpoint: int
+    per_merchant: int
+    endpoints: Mapping[str, int] = attrs.field(factory=dict)
+    merchants: Mapping[str, int] = attrs.field(factory=dict)
+
+    def full_endpoints(self) -> list[str]:
+        return sorted(e for e, n in self.endpoints.items() if n >= self.per_endpoint)
+
+    def full_merchants(self) -> list[str]:
+        return sorted(m for m, n in self.merchants.items() if n >= self.per_merchant)
 
 
 def subscribes(enabled_events: tuple[str, ...], event_type: str) -> bool:

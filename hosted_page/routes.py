@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from fgcpay.actors.checkout_session import FINAL, PAID, ConfirmResult
-from fgcpay.domain import checkout
+from fgcpay.domain import checkout, errors
 from fgcpay.http.plumbing import current_service
 from quart import Blueprint, Response, redirect, render_template, request, websocket
 
@@ -78,15 +78,47 @@ async def confirm(session_id: str) -> Response:
     if not security.csrf_ok(service.settings.secret_key, session.id, nonce, form.get("csrf_token")):
         context = await _context(session, "This page was open too long. Please try again.")
         return await _render("checkout.html", context, 400, success_url=session.success_url)
-    result: ConfirmResult = await service.checkout.confirm(
-        session.id, form.get("customer_code", ""), form.get("pin", "")
-    )
+    try:
+        result: ConfirmResult = await service.checkout.confirm(
+            session.id, form.get("customer_code", ""), form.get("pin", "")
+        )
+    except errors.Unavailable as busy:
+        return await _confirm_unanswered(session, busy, form.get("customer_code", ""), nonce)
     if result.outcome == PAID:
         return redirect(views.success_redirect(result.session), 303)  # type: ignore[return-value]
     message = None if result.outcome == FINAL else result.message
     status = 200 if result.outcome == FINAL else 400
     context = await _context(result.session, message, form.get("customer_code", ""))
-    return await _render("checkout.html", context, status, nonce=nonce, success_url=session.success_url)
+    return await _render(
+        "checkout.html", context, status, nonce=nonce, success_url=session.success_url
+    )
+
+
+async def _confirm_unanswered(
+    session: checkout.CheckoutSession,
+    busy: errors.Unavailable,
+    customer_code: str,
+    nonce: str | None,
+) -> Response:
+    """The confirm got no answer in time (slow or unavailable): show its true outcome.
+
+    The confirm may still commit after its ask lapsed, so the customer is never told of an
+    error for a payment that went through: once the session's actor has finished with it,
+    a paid session redirects like any success. Only when it is still unpaid does the page
+    say to try again (HTML, 503, `Retry-After`); paying twice is impossible.
+    """
+    settled = await current_service().checkout.settled(session.id)
+    if settled is not None and settled.status == checkout.PAID:
+        return redirect(views.success_redirect(settled), 303)  # type: ignore[return-value]
+    current = settled or session
+    back_to = session.success_url
+    if settled is not None and settled.status != checkout.CREATED:
+        context = await _context(current)  # expired meanwhile: the page says so
+        return await _render("checkout.html", context, 200, nonce=nonce, success_url=back_to)
+    context = await _context(current, views.TRY_AGAIN, customer_code)
+    response = await _render("checkout.html", context, 503, nonce=nonce, success_url=back_to)
+    response.headers["Retry-After"] = str(busy.retry_after_seconds or views.RETRY_AFTER_SECONDS)
+    return response
 
 
 def _status_body(session: checkout.CheckoutSession, now_us: int) -> dict[str, str]:
@@ -108,7 +140,9 @@ async def status(session_id: str) -> Response:
 
 def _not_found_json() -> Response:
     body = {"code": "not_found", "message": "No such checkout session.", "details": None}
-    return Response(json.dumps(body), 404, content_type="application/json", headers=security.page_headers())
+    return Response(
+        json.dumps(body), 404, content_type="application/json", headers=security.page_headers()
+    )
 
 
 @blueprint.websocket("/checkout/<session_id>/ws")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from urllib.parse import urlsplit
+
+from fgcpay.domain.urls import origin_of
 
 CSRF_COOKIE = "fgc_csrf"
 
@@ -29,18 +30,17 @@ def csrf_ok(secret_key: str, session_id: str, nonce: str | None, token: str | No
     return hmac.compare_digest(csrf_token(secret_key, session_id, nonce), token)
 
 
-def _origin(url: str) -> str | None:
-    parts = urlsplit(url)
-    if parts.scheme in ("http", "https") and parts.netloc:
-        return f"{parts.scheme}://{parts.netloc}"
-    return None
-
-
 def page_headers(success_url: str | None = None) -> dict[str, str]:
-    """CSP without 'unsafe-inline', no framing, no referrer, no caching."""
+    """CSP without 'unsafe-inline', no framing, no referrer, no caching.
+
+    The success URL's origin is rebuilt from its parsed scheme, host (A-label, dotted quad
+    or bracketed IPv6) and explicit port, so no `;`, `,`, quote or space from a URL can
+    reach the header; a URL that does not parse (a row stored before the rules tightened)
+    adds nothing.
+    """
     form_action = "'self'"
     # Chrome applies form-action to the redirect after the form post as well.
-    if success_url and (origin := _origin(success_url)):
+    if success_url and (origin := origin_of(success_url)):
         form_action += f" {origin}"
     csp = (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

@@ -9,6 +9,14 @@ from fgcpay.domain import checkout, customers, money
 
 FINAL_STATUSES = ("paid", "expired", "cancelled")
 
+# When a confirm gets no answer in time. True whether or not it commits later: a session
+# is paid at most once, and the page shows `paid` as soon as it is.
+TRY_AGAIN = (
+    "We could not confirm your payment just now. Please try again in a moment;"
+    " you will never be charged twice."
+)
+RETRY_AFTER_SECONDS = 2
+
 
 def display_status(session: checkout.CheckoutSession, now_us: int) -> str:
     """What the customer should see: past `expires_at` reads expired even before the sweep."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+from collections.abc import Sequence
 
 import attrs
 from fgcpay.domain import errors, ids
@@ -22,11 +23,16 @@ def _invalid(message: str = "Invalid API key.") -> errors.Unauthenticated:
     return errors.Unauthenticated(message)
 
 
-async def authenticate(storage: Storage, authorization: str | None) -> Principal:
-    """The merchant behind `Authorization: Bearer <key>`, or 401 `invalid_api_key`.
+async def authenticate(storage: Storage, authorizations: Sequence[str]) -> Principal:
+    """The merchant behind `Authorization: Bearer <key>` (every value of the header, as
+    received), or 401 `invalid_api_key`.
 
     The message names the kind of problem but never echoes the key.
     """
+    if len(authorizations) > 1:
+        # Two keys (perhaps two merchants'): picking one would act for the wrong merchant.
+        raise _invalid("Send exactly one Authorization header.")
+    authorization = authorizations[0] if authorizations else None
     if not authorization:
         raise _invalid("Missing API key. Send it as the header Authorization: Bearer fp_test_...")
     scheme, _, token = authorization.strip().partition(" ")

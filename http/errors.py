@@ -28,7 +28,18 @@ _HTTP_ERRORS: dict[int, tuple[str, str]] = {
     408: ("request_timeout", "The request body did not arrive in time."),
     413: ("payload_too_large", "The request body is larger than 64 KiB."),
     415: ("unsupported_media_type", "Send the request body as application/json."),
+    431: ("request_header_fields_too_large", "The request line and headers exceed 64 KiB."),
 }
+
+
+class HeadersTooLarge(errors.ServiceError):
+    """The request head is over the server's limit (`fgcpay.server.MAX_HEADER_BYTES`)."""
+
+    status = 431
+    code = "request_header_fields_too_large"
+
+    def __init__(self) -> None:
+        super().__init__(_HTTP_ERRORS[431][1])
 
 
 def error_body(code: str, message: str, details: Any, request_id: str) -> bytes:
@@ -48,6 +59,8 @@ def api_error_response(error: errors.ServiceError) -> Response:
     if isinstance(error, errors.Unauthenticated):
         response.headers["WWW-Authenticate"] = 'Bearer realm="fgcpay"'
     if isinstance(error, errors.RateLimited):
+        response.headers["Retry-After"] = str(error.retry_after_seconds)
+    if isinstance(error, errors.Unavailable) and error.retry_after_seconds is not None:
         response.headers["Retry-After"] = str(error.retry_after_seconds)
     return response
 

@@ -7,6 +7,11 @@ after for answers that changed nothing (4xx). Same key and same body replays the
 answer byte for byte with `Idempotent-Replayed: true`; a different body is 409
 `idempotency_key_conflict`; the same key while the first is in flight is 409
 `idempotency_key_in_use`.
+
+A route whose answer carries a secret (a new endpoint's signing secret) uses
+`idempotent_secret`: its stored answer is sealed with the server's SecretBox, so the
+database never holds the secret in clear, and a replay opens it to the same bytes.
+Other routes store their answer as is (no cost on the checkout-session path).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from fgcpay.domain.idempotency import (
     key_problem,
     request_hash,
 )
+from fgcpay.domain.secret_box import SecretBox
 from quart import Response, g, request
 
 from .errors import api_error_response
@@ -48,9 +54,11 @@ class Pending:
     scope: Scope
     owner: str
     recorded: bool = False
+    box: SecretBox | None = None  # set when the answer carries a secret: stored sealed
 
     def completion(self, status: int, headers: dict[str, str], body: str) -> Completion:
-        return Completion(self.scope, self.owner, StoredResponse(status, headers, body))
+        stored = body if self.box is None else self.box.seal(body)
+        return Completion(self.scope, self.owner, StoredResponse(status, headers, stored))
 
 
 def pending() -> Pending | None:
@@ -67,8 +75,18 @@ def _fingerprint(raw: bytes) -> str:
     return request_hash(canonical_json(parsed).encode("utf-8"))
 
 
-def _replay(stored: StoredResponse) -> Response:
-    response = Response(stored.body, status=stored.status, headers=stored.headers)
+def _replay(stored: StoredResponse, box: SecretBox) -> Response:
+    body = stored.body
+    if SecretBox.is_sealed(body):
+        try:
+            body = box.open(body)
+        except ValueError:  # stored under another FGCPAY_SECRET_KEY: it cannot be repeated
+            raise errors.Conflict(
+                "The answer stored for this Idempotency-Key can no longer be repeated"
+                " (the server's secret key changed); use a new key.",
+                code="idempotency_key_conflict",
+            ) from None
+    response = Response(body, status=stored.status, headers=stored.headers)
     response.headers["Idempotent-Replayed"] = "true"
     return response
 
@@ -79,6 +97,20 @@ def _is_final(response: Response) -> bool:
 
 def idempotent(
     handler: Callable[P, Awaitable[Response]],
+) -> Callable[P, Awaitable[Response]]:
+    """Idempotency-Key for a route whose answer holds no secret (stored as is)."""
+    return _idempotent(handler, sealed=False)
+
+
+def idempotent_secret(
+    handler: Callable[P, Awaitable[Response]],
+) -> Callable[P, Awaitable[Response]]:
+    """Idempotency-Key for a route whose answer carries a secret (stored sealed)."""
+    return _idempotent(handler, sealed=True)
+
+
+def _idempotent(
+    handler: Callable[P, Awaitable[Response]], *, sealed: bool
 ) -> Callable[P, Awaitable[Response]]:
     @wraps(handler)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> Response:
@@ -108,9 +140,10 @@ def idempotent(
                     "A request with this Idempotency-Key is still in progress; retry shortly.",
                     code="idempotency_key_in_use",
                 )
-            return _replay(claim.response)
+            return _replay(claim.response, service.webhook_endpoints.box)
 
-        claimed = g.idempotency = Pending(scope, owner)
+        box = service.webhook_endpoints.box if sealed else None
+        claimed = g.idempotency = Pending(scope, owner, box=box)
         try:
             try:
                 response = await handler(*args, **kwargs)

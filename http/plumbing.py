@@ -1,5 +1,7 @@
-"""What every request goes through: request id, body limits, authentication and rate
-limits under /api/v1, the RateLimit and Request-Id headers, and one log line."""
+"""What every request goes through: request id, size limits (body and head), the whole
+body received before any early answer, authentication and rate limits under /api/v1, the
+RateLimit and Request-Id headers, and one log line. Also the ApiError answer to requests
+that cannot be parsed at all (`protocol_error_answer`, used by `fgcpay.server`)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,15 @@ from typing import TYPE_CHECKING
 
 from fgcpay.domain import errors, ids
 from fgcpay.logs import log_event
+from fgcpay.server import BODY_TIMEOUT_SECONDS, MAX_HEADER_BYTES
 from quart import Response, g, request
 from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
 
 from .auth import Principal, authenticate
 from .body import MAX_BODY_BYTES
-from .rate_limit import Verdict
+from .errors import JSON_TYPE, HeadersTooLarge, error_body
+from .rate_limit import RateLimiter, Verdict
 
 if TYPE_CHECKING:
     from fgcpay.service import Service
@@ -45,18 +50,29 @@ def _client_address() -> str:
 
 
 def install(app: QuartTrio) -> None:
+    # A body that stalls is answered 408 (then the connection closes, see fgcpay.server).
+    app.config["BODY_TIMEOUT"] = BODY_TIMEOUT_SECONDS
+
     @app.before_request
     async def _begin() -> None:
         g.request_id = ids.request_id()
         g.started = time.perf_counter()
         g.principal = None
         g.rate = None
-        if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-            raise errors.PayloadTooLarge("The request body is larger than 64 KiB.")
         path = request.path
+        under_api = path.startswith(API_PREFIX)
+        try:
+            _check_sizes()
+            if under_api:
+                await _receive_body()
+        except (errors.ServiceError, HTTPException):
+            if under_api:
+                # Answered before authentication: counted like a failed one, per address.
+                await _limit_by_address()
+            raise
         if path in PUBLIC_API_PATHS:
-            _limit_by_address()
-        elif path.startswith(API_PREFIX):
+            await _limit_by_address()
+        elif under_api:
             await _authenticate_and_limit()
 
     @app.after_request
@@ -65,9 +81,7 @@ def install(app: QuartTrio) -> None:
         response.headers["Request-Id"] = request_id
         verdict: Verdict | None = getattr(g, "rate", None)
         if verdict is not None:
-            limiter = current_service().rate_limiter
-            response.headers["RateLimit-Policy"] = f'"default";q={limiter.burst};w={limiter.window_seconds}'
-            response.headers["RateLimit"] = f'"default";r={verdict.remaining};t={verdict.reset_seconds}'
+            response.headers.update(rate_limit_headers(current_service().rate_limiter, verdict))
         if request.path.startswith(API_PREFIX):
             response.headers.setdefault("Cache-Control", "no-store")
         who: Principal | None = getattr(g, "principal", None)
@@ -85,10 +99,10 @@ def install(app: QuartTrio) -> None:
         return response
 
 
-def _limit_by_address() -> None:
+async def _limit_by_address() -> None:
     """Calls without a valid key (public documents, failed authentication) are limited
     per client address, with the same bucket sizes as a key."""
-    g.rate = current_service().rate_limiter.take("ip:" + _client_address())
+    g.rate = await current_service().rate_limiter.take("ip:" + _client_address())
     if not g.rate.allowed:
         raise errors.RateLimited(g.rate.retry_after)
 
@@ -96,13 +110,78 @@ def _limit_by_address() -> None:
 async def _authenticate_and_limit() -> None:
     service = current_service()
     try:
-        found = await authenticate(service.storage, request.headers.get("Authorization"))
+        found = await authenticate(service.storage, request.headers.getlist("Authorization"))
     except errors.Unauthenticated:
         # Failed attempts are limited per client address, so keys cannot be guessed fast.
-        _limit_by_address()
+        await _limit_by_address()
         raise
     g.principal = found
-    g.rate = service.rate_limiter.take("key:" + found.api_key.id)
+    g.rate = await service.rate_limiter.take("key:" + found.api_key.id)
     if not g.rate.allowed:
         raise errors.RateLimited(g.rate.retry_after)
     service.note_key_used(found.api_key)
+
+
+def rate_limit_headers(limiter: RateLimiter, verdict: Verdict) -> dict[str, str]:
+    """`RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers)."""
+    return {
+        "RateLimit-Policy": f'"default";q={limiter.burst};w={limiter.window_seconds}',
+        "RateLimit": f'"default";r={verdict.remaining};t={verdict.reset_seconds}',
+    }
+
+
+def _check_sizes() -> None:
+    """413 for a declared body over the limit, 431 for a request head over the limit.
+
+    h11 refuses a head only while it is incomplete and over the limit, so a large head
+    that arrived in one read is measured here, to make the limit exact.
+    """
+    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+        raise errors.PayloadTooLarge("The request body is larger than 64 KiB.")
+    scope = request.scope
+    head = len(request.method) + len(scope["raw_path"]) + len(scope["query_string"]) + 14
+    head += sum(len(name) + len(value) + 4 for name, value in scope["headers"])
+    if head > MAX_HEADER_BYTES:
+        raise HeadersTooLarge()
+
+
+async def _receive_body() -> None:
+    """Wait for the whole (bounded) body before any answer, so that an early answer
+    (401, 429, a bad header) leaves the connection ready for the next request.
+
+    Quart buffers it anyway; the routes read it from that cache. Over 64 KiB it is 413,
+    and a body that stalls is 408 after `BODY_TIMEOUT_SECONDS`.
+    """
+    await request.get_data(cache=True, as_text=False, parse_form_data=False)
+
+
+async def protocol_error_answer(
+    service: Service, status: int, path: str | None, client: str
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """The ApiError answer to a request hypercorn's h11 could not parse (see
+    `fgcpay.server`): 431 for a head over the limit, 400 for anything malformed.
+
+    Under /api/v1 it is counted per client address, like a failed authentication.
+    """
+    request_id = ids.request_id()
+    error: errors.ServiceError
+    if status == 431:
+        error = HeadersTooLarge()
+    else:
+        error = errors.BadRequest("The request is not valid HTTP/1.1.")
+    headers = [("Content-Type", JSON_TYPE), ("Request-Id", request_id)]
+    if path is not None and path.startswith(API_PREFIX):
+        headers.append(("Cache-Control", "no-store"))
+        limiter = service.rate_limiter
+        headers.extend(rate_limit_headers(limiter, await limiter.take("ip:" + client)).items())
+    log_event(
+        "request",
+        logging.INFO,
+        request_id=request_id,
+        method=None,
+        path=path,
+        status=error.status,
+        protocol_error=True,
+    )
+    body = error_body(error.code, error.message, error.details_json(), request_id)
+    return error.status, headers, body

@@ -1,23 +1,73 @@
-"""Token buckets per API key (and per client address for unauthenticated calls).
+"""Token buckets per API key (and per client address for unauthenticated calls), shared
+by every worker process and host through the database.
 
-Refill `rate` tokens a second up to `burst`. State is per process: with N worker
-processes a key may get up to N times the rate (documented in the API reference).
+Refill `rate` tokens a second up to `burst`. The bucket of record is a database row;
+asking it for every request would cost a write per request, so each process reserves
+a small batch of tokens at a time (`batch`: a tenth of the burst, at least 1) and spends
+them locally. While one request of a key refills, the other requests of that key in this
+process wait for it: one reservation at a time per key per process, never parallel ones.
+After a reservation finds the bucket empty, the process answers 429 locally until the
+next token is due, so a client hammering past its limit costs no writes either.
+
+Tolerance: reserved tokens are already debited from the shared bucket, and a process
+holds at most `batch` of them, so in any interval of T seconds a key gets at most
+`burst + rate * T + processes * batch` requests, against `burst + rate * T` for one
+exact bucket; and tokens held by a process its requests no longer reach make it at
+most that many fewer. Stamps come from each host's clock: a host whose clock runs
+ahead by s seconds can add `rate * s` tokens once (stamps never move back).
+
+If the database cannot reserve (error or no answer within `RESERVE_TIMEOUT`), the limiter
+fails open to per-process buckets for `DEGRADED_SECONDS` and logs one warning: an outage
+of the limiter must not turn into 5xx answers for every merchant, and each process still
+enforces the rate on its own (N processes then allow up to N times the rate).
 """
 
 from __future__ import annotations
 
+import logging
 import math
+from typing import Protocol
 
 import attrs
 import trio
+from fgcpay.clock import Clock, SystemClock
+from fgcpay.logs import log_event
+from fgcpay.storage.rate_limits import Reservation
 
 MAX_BUCKETS = 100_000
+# How long a request may wait for the database's reservation before the limiter gives
+# up on it, and how long it then limits per process before asking the database again.
+RESERVE_TIMEOUT = 2.0
+DEGRADED_SECONDS = 5.0
+# Rows untouched this much longer than a full refill are deleted, every PURGE_SECONDS.
+PURGE_SECONDS = 600.0
+
+
+class TokenStore(Protocol):
+    """The shared buckets (implemented by `fgcpay.storage.Storage`)."""
+
+    async def reserve_rate_tokens(
+        self, bucket_key: str, want: int, rate: float, burst: int, now_us: int
+    ) -> Reservation: ...
+
+    async def purge_rate_limit_buckets(self, older_than_us: int, limit: int = 1000) -> int: ...
 
 
 @attrs.define
 class _Bucket:
     tokens: float
     stamp: float
+
+
+@attrs.define
+class _Share:
+    """This process's view of one shared bucket."""
+
+    held: int = 0  # reserved tokens not yet spent
+    left: float = 0.0  # tokens the shared bucket kept after our last reservation
+    seen: float = 0.0  # trio time of that reservation
+    empty_until: float = -math.inf  # the shared bucket has no whole token before this
+    refilling: trio.Event | None = None
 
 
 @attrs.frozen
@@ -29,16 +79,134 @@ class Verdict:
 
 
 class RateLimiter:
-    def __init__(self, rate: float, burst: int) -> None:
+    """`await take(key)` decides one request. Without a `store` (or while it fails) the
+    buckets live in this process only."""
+
+    def __init__(
+        self,
+        rate: float,
+        burst: int,
+        store: TokenStore | None = None,
+        clock: Clock | None = None,
+    ) -> None:
         self.rate = rate
         self.burst = burst
+        self.batch = max(1, burst // 10)
+        self._store = store
+        self._clock = clock or SystemClock()
         self._buckets: dict[str, _Bucket] = {}
+        self._shares: dict[str, _Share] = {}
+        self._degraded_until = -math.inf
+        self._warned = False
 
     @property
     def window_seconds(self) -> int:
         return max(1, math.ceil(self.burst / self.rate))
 
-    def take(self, key: str) -> Verdict:
+    async def take(self, key: str) -> Verdict:
+        if self._store is None:
+            return self._take_local(key)
+        share = self._shares.get(key)
+        if share is None:
+            if len(self._shares) >= MAX_BUCKETS:
+                self._forget_idle_shares()
+            share = self._shares[key] = _Share()
+        while True:
+            now = trio.current_time()
+            if now < self._degraded_until:
+                return self._take_local(key)
+            if share.held >= 1:
+                share.held -= 1
+                return self._verdict(share, now, allowed=True)
+            if now < share.empty_until:
+                return self._verdict(share, now, allowed=False)
+            if share.refilling is not None:
+                await share.refilling.wait()
+                continue
+            await self._refill(key, share)
+
+    async def _refill(self, key: str, share: _Share) -> None:
+        assert self._store is not None
+        share.refilling = done = trio.Event()
+        reservation = None
+        try:
+            with trio.move_on_after(RESERVE_TIMEOUT):
+                reservation = await self._store.reserve_rate_tokens(
+                    key, self.batch, self.rate, self.burst, self._clock.now_us()
+                )
+        except Exception as error:  # any database failure: limit per process instead
+            self._degrade(type(error).__name__)
+        else:
+            if reservation is None:
+                self._degrade("timeout")
+        finally:
+            share.refilling = None
+            done.set()
+        if reservation is None:
+            return
+        if self._warned:
+            self._warned = False
+            log_event("rate limits are shared through the database again")
+        now = trio.current_time()
+        share.held += reservation.granted
+        share.left = reservation.left
+        share.seen = now
+        if reservation.granted == 0:
+            share.empty_until = now + (1.0 - reservation.left) / self.rate
+
+    def _degrade(self, reason: str) -> None:
+        self._degraded_until = trio.current_time() + DEGRADED_SECONDS
+        if not self._warned:  # once per outage, not once per request
+            self._warned = True
+            log_event(
+                "rate limits fall back to per-process buckets: the database cannot reserve tokens",
+                logging.WARNING,
+                error_type=reason,
+            )
+
+    def _verdict(self, share: _Share, now: float, *, allowed: bool) -> Verdict:
+        # Our estimate of the key's whole bucket: what we hold, plus what the shared
+        # bucket kept at our last reservation and has refilled since (other processes'
+        # spending since is unknown to us: within the stated tolerance). Tokens held
+        # for long may add up to more than a bucket: never show more than one holds.
+        shared = min(float(self.burst), share.left + (now - share.seen) * self.rate)
+        tokens = min(float(self.burst - 1 if allowed else self.burst), share.held + shared)
+        missing = self.burst - tokens
+        return Verdict(
+            allowed=allowed,
+            remaining=int(tokens),
+            reset_seconds=math.ceil(missing / self.rate) if missing > 0 else 0,
+            retry_after=0 if allowed else max(1, math.ceil(share.empty_until - now)),
+        )
+
+    def _forget_idle_shares(self) -> None:
+        # Dropping a share gives up the tokens it holds: stricter, never looser.
+        for key, share in list(self._shares.items()):
+            if share.refilling is None:
+                del self._shares[key]
+            if len(self._shares) < MAX_BUCKETS // 2:
+                return
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Delete shared buckets that have refilled completely, every few minutes (a
+        missing row reads as a full bucket, so this changes no answer)."""
+        task_status.started()
+        if self._store is None:
+            return
+        full_us = int((self.burst / self.rate + 60) * 1_000_000)
+        while True:
+            await trio.sleep(PURGE_SECONDS)
+            try:
+                while await self._store.purge_rate_limit_buckets(self._clock.now_us() - full_us):
+                    pass
+            except Exception as error:
+                log_event(
+                    "rate limit purge failed", logging.WARNING, error_type=type(error).__name__
+                )
+
+    # -- per process: without a store, and while the store fails ---------------------------
+
+    def _take_local(self, key: str) -> Verdict:
         now = trio.current_time()
         bucket = self._buckets.get(key)
         if bucket is None:

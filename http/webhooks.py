@@ -9,7 +9,7 @@ from fgcpay.domain.lists import envelope, parse_list_query
 from quart import Blueprint, Response, request
 
 from .body import json_object, no_body
-from .idempotency import idempotent
+from .idempotency import idempotent, idempotent_secret
 from .plumbing import current_service, principal
 from .responses import json_response
 
@@ -17,7 +17,7 @@ blueprint = Blueprint("webhooks", __name__, url_prefix="/api/v1")
 
 
 @blueprint.post("/webhook_endpoints")
-@idempotent
+@idempotent_secret
 async def create_webhook_endpoint() -> Response:
     parsed = webhooks.parse_endpoint(await json_object())
     endpoint, secret = await current_service().webhook_endpoints.create(principal().merchant.id, parsed)
@@ -42,7 +42,7 @@ async def delete_webhook_endpoint(endpoint_id: str) -> Response:
 
 
 @blueprint.post("/webhook_endpoints/<endpoint_id>/rotate_secret")
-@idempotent
+@idempotent_secret
 async def rotate_webhook_secret(endpoint_id: str) -> Response:
     await no_body()
     endpoint, secret = await current_service().webhook_endpoints.rotate_secret(

@@ -7,19 +7,28 @@ from contextlib import asynccontextmanager
 
 import trio
 from fgcpay.domain.checkout import CheckoutSession
-from fgcpay.domain.customers import Customer
+from fgcpay.domain.customers import Customer, PinAttempt
 from fgcpay.domain.endpoints import WebhookEndpoint
 from fgcpay.domain.idempotency import Claim, Completion, Scope
 from fgcpay.domain.merchants import ApiKey, Merchant
 from fgcpay.domain.transactions import Transaction
-from fgcpay.domain.webhooks import Event
+from fgcpay.domain.webhooks import Event, SenderLimits
 
-from . import checkout_sessions, customers, idempotency, merchants, transactions, webhooks
+from . import (
+    checkout_sessions,
+    customers,
+    idempotency,
+    merchants,
+    rate_limits,
+    transactions,
+    webhooks,
+)
 from ._database import Database
 from ._migrations import load_migrations
 from ._postgres import PostgresDatabase
 from ._sqlite import SqliteDatabase, sqlite_path
 from .checkout_sessions import STATUS_CHANNEL
+from .rate_limits import Reservation
 from .webhooks import AttemptRecord, DeliveryJob, DeliveryView
 
 
@@ -128,14 +137,16 @@ class Storage:
     async def test_customer(self, code: str) -> Customer | None:
         return await self.db.read(customers.by_code, code)
 
-    async def customer_locked_until(self, code: str, now_us: int) -> int | None:
-        return await self.db.read(customers.locked_until, code, now_us)
+    async def reserve_pin_attempt(self, scope: str, code: str, now_us: int) -> PinAttempt:
+        return await self.db.write(customers.reserve_attempt, scope, code, now_us)
 
-    async def record_pin_failure(self, code: str, now_us: int) -> int | None:
-        return await self.db.write(customers.record_failure, code, now_us)
+    async def settle_pin_attempt(
+        self, scope: str, code: str, now_us: int, *, matched: bool
+    ) -> bool:
+        return await self.db.write(customers.settle_attempt, scope, code, now_us, matched)
 
-    async def clear_pin_failures(self, code: str, now_us: int) -> None:
-        await self.db.write(customers.clear_failures, code, now_us)
+    async def unlock_customer(self, code: str, scope: str | None, now_us: int) -> int:
+        return await self.db.write(customers.unlock, code, scope, now_us)
 
     # -- webhooks ----------------------------------------------------------------------------
 
@@ -175,9 +186,9 @@ class Storage:
         return await self.db.write(webhooks.redeliver, merchant_id, event_id, now_us)
 
     async def claim_deliveries(
-        self, owner: str, now_us: int, lease_us: int, limit: int
-    ) -> list[DeliveryJob]:
-        return await self.db.write(webhooks.claim_due, owner, now_us, lease_us, limit)
+        self, owner: str, now_us: int, lease_us: int, limit: int, limits: SenderLimits
+    ) -> tuple[list[DeliveryJob], bool]:
+        return await self.db.write(webhooks.claim_due, owner, now_us, lease_us, limit, limits)
 
     async def record_delivery_attempt(self, owner: str, attempt: AttemptRecord) -> bool:
         return await self.db.write(webhooks.record_attempt, owner, attempt)
@@ -185,8 +196,8 @@ class Storage:
     async def release_delivery_leases(self, owner: str) -> int:
         return await self.db.write(webhooks.release_leases, owner)
 
-    async def next_delivery_due(self) -> int | None:
-        return await self.db.read(webhooks.next_due)
+    async def next_delivery_due(self, limits: SenderLimits) -> int | None:
+        return await self.db.read(webhooks.next_due, limits)
 
     async def event_deliveries(self, event_id: str) -> list[DeliveryView]:
         return await self.db.read(webhooks.deliveries_of_event, event_id)
@@ -206,6 +217,16 @@ class Storage:
 
     async def purge_idempotency_keys(self, now_us: int, limit: int = 1000) -> int:
         return await self.db.write(idempotency.purge_expired, now_us, limit)
+
+    # -- rate limits -----------------------------------------------------------------------
+
+    async def reserve_rate_tokens(
+        self, bucket_key: str, want: int, rate: float, burst: int, now_us: int
+    ) -> Reservation:
+        return await self.db.write(rate_limits.reserve, bucket_key, want, rate, burst, now_us)
+
+    async def purge_rate_limit_buckets(self, older_than_us: int, limit: int = 1000) -> int:
+        return await self.db.write(rate_limits.purge_full, older_than_us, limit)
 
 
 @asynccontextmanager

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from fgcpay.domain.customers import FAILURE_WINDOW_US, LOCK_US, MAX_FAILURES, Customer
+from fgcpay.domain.customers import (
+    FAILURE_WINDOW_US,
+    LOCK_US,
+    MAX_FAILURES,
+    Customer,
+    PinAttempt,
+)
 
 from ._database import Tx
 
@@ -35,52 +41,103 @@ async def by_code(tx: Tx, code: str) -> Customer | None:
     )
 
 
-async def locked_until(tx: Tx, code: str, now_us: int) -> int | None:
-    value = await tx.fetchval(
-        "SELECT locked_until FROM pin_failures WHERE customer_code = ? AND locked_until > ?",
-        code,
-        now_us,
-    )
-    return None if value is None else int(value)
+# A row is "stale" when its lock has run out, or when it holds no lock and its failure
+# window is over: the next attempt starts it afresh. Parameters: now, now, window start.
+_STALE = (
+    "((locked_until IS NOT NULL AND locked_until <= ?)"
+    " OR (locked_until IS NULL AND window_started_at <= ?))"
+)
 
 
-async def record_failure(tx: Tx, code: str, now_us: int) -> int | None:
-    """Count a wrong PIN; the fifth within 15 minutes locks the code for 15 minutes.
+async def reserve_attempt(tx: Tx, scope: str, code: str, now_us: int) -> PinAttempt:
+    """Reserve the right to compare one PIN for `code`, or refuse it as locked.
 
-    Returns the lock's end when this failure locked the code. Atomic in one upsert, so
-    concurrent attempts from several sessions or processes count exactly.
+    One conditional UPDATE decides: it succeeds only while the code is not locked and
+    fewer than five attempts are counted or in flight in the window. PostgreSQL re-checks
+    the condition on the row it locks and SQLite runs one writer at a time, so concurrent
+    attempts from any session or process never reserve more than five. (An attempt whose
+    settle never came, its process killed in between, holds its slot until the window ends.)
     """
     window_start = now_us - FAILURE_WINDOW_US
     await tx.execute(
-        "INSERT INTO pin_failures (customer_code, failures, window_started_at, locked_until)"
-        " VALUES (?, 1, ?, NULL)"
-        " ON CONFLICT (customer_code) DO UPDATE SET"
-        " failures = CASE WHEN pin_failures.window_started_at <= ? THEN 1"
-        "  ELSE pin_failures.failures + 1 END,"
-        " window_started_at = CASE WHEN pin_failures.window_started_at <= ?"
-        "  THEN excluded.window_started_at ELSE pin_failures.window_started_at END",
+        "INSERT INTO pin_failures"
+        " (scope, customer_code, failures, in_flight, window_started_at, locked_until)"
+        " VALUES (?, ?, 0, 0, ?, NULL) ON CONFLICT (scope, customer_code) DO NOTHING",
+        scope,
         code,
         now_us,
-        window_start,
-        window_start,
     )
-    until = now_us + LOCK_US
-    locked = await tx.execute(
-        "UPDATE pin_failures SET locked_until = ?, failures = 0, window_started_at = ?"
-        " WHERE customer_code = ? AND failures >= ?",
-        until,
+    reserved = await tx.execute(
+        "UPDATE pin_failures SET"
+        f" failures = CASE WHEN {_STALE} THEN 0 ELSE failures END,"
+        f" in_flight = CASE WHEN {_STALE} THEN 1 ELSE in_flight + 1 END,"
+        f" window_started_at = CASE WHEN {_STALE} THEN ? ELSE window_started_at END,"
+        f" locked_until = CASE WHEN {_STALE} THEN NULL ELSE locked_until END"
+        " WHERE scope = ? AND customer_code = ?"
+        f" AND ({_STALE} OR (locked_until IS NULL AND failures + in_flight < ?))",
+        *(now_us, window_start),
+        *(now_us, window_start),
+        *(now_us, window_start),
         now_us,
+        *(now_us, window_start),
+        scope,
         code,
+        *(now_us, window_start),
         MAX_FAILURES,
     )
-    return until if locked else None
+    if not reserved:
+        return PinAttempt(locked=True)
+    return PinAttempt(locked=False, customer=await by_code(tx, code))
 
 
-async def clear_failures(tx: Tx, code: str, now_us: int) -> None:
-    """A right PIN forgives earlier wrong ones (a running lock stays)."""
+async def settle_attempt(tx: Tx, scope: str, code: str, now_us: int, matched: bool) -> bool:
+    """End a reserved attempt. A right PIN forgives earlier wrong ones; a wrong one stays
+    counted, and the fifth in the window locks the code for 15 minutes.
+
+    Returns whether the code is locked now.
+    """
+    in_flight = "CASE WHEN in_flight > 0 THEN in_flight - 1 ELSE 0 END"
+    if matched:
+        await tx.execute(
+            f"UPDATE pin_failures SET failures = 0, in_flight = {in_flight}"
+            " WHERE scope = ? AND customer_code = ?",
+            scope,
+            code,
+        )
+        return False
     await tx.execute(
-        "DELETE FROM pin_failures WHERE customer_code = ?"
-        " AND (locked_until IS NULL OR locked_until <= ?)",
-        code,
+        f"UPDATE pin_failures SET in_flight = {in_flight}, failures = failures + 1,"
+        " locked_until = CASE WHEN failures + 1 >= ?"
+        "  AND (locked_until IS NULL OR locked_until <= ?) THEN ? ELSE locked_until END"
+        " WHERE scope = ? AND customer_code = ?",
+        MAX_FAILURES,
         now_us,
+        now_us + LOCK_US,
+        scope,
+        code,
     )
+    until = await tx.fetchval(
+        "SELECT locked_until FROM pin_failures WHERE scope = ? AND customer_code = ?",
+        scope,
+        code,
+    )
+    return until is not None and int(until) > now_us
+
+
+async def unlock(tx: Tx, code: str, scope: str | None, now_us: int) -> int:
+    """Forget a code's wrong PINs and lift its locks (in one scope, or in all of them).
+
+    Returns how many locks were running.
+    """
+    where = "customer_code = ?" + ("" if scope is None else " AND scope = ?")
+    args: list[object] = [code] if scope is None else [code, scope]
+    running = await tx.fetchval(
+        f"SELECT COUNT(*) FROM pin_failures WHERE {where} AND locked_until > ?", *args, now_us
+    )
+    await tx.execute(
+        f"UPDATE pin_failures SET failures = 0, locked_until = NULL, window_started_at = ?"
+        f" WHERE {where}",
+        now_us,
+        *args,
+    )
+    return int(running)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 from fgcpay.domain import ids
 from fgcpay.domain.endpoints import WebhookEndpoint, decode_events, encode_events
-from fgcpay.domain.webhooks import Event, subscribes
+from fgcpay.domain.webhooks import Event, SenderLimits, subscribes
 
 from ._database import Row, Tx
 from ._paging import newest_first
@@ -200,37 +200,79 @@ class DeliveryJob:
     secret_sealed: str = attrs.field(repr=False)
     previous_secret_sealed: str | None = attrs.field(repr=False)
     previous_secret_expires_at: int | None
+    endpoint_id: str = ""
+    merchant_id: str = ""
 
 
-async def claim_due(tx: Tx, owner: str, now_us: int, lease_us: int, limit: int) -> list[DeliveryJob]:
-    """Lease up to `limit` due deliveries to `owner`.
+def _not_full(limits: SenderLimits) -> tuple[str, list[object]]:
+    """SQL (on `deliveries d`) leaving out endpoints and merchants at their limit."""
+    sql = ""
+    args: list[object] = []
+    for column, full in (
+        ("endpoint_id", limits.full_endpoints()),
+        ("merchant_id", limits.full_merchants()),
+    ):
+        if full:
+            sql += f" AND d.{column} NOT IN ({', '.join('?' for _ in full)})"
+            args += full
+    return sql, args
 
-    PostgreSQL skips rows another process has locked (FOR UPDATE SKIP LOCKED), so any
-    number of processes share the work; SQLite has one writer, which serializes claims.
+
+async def claim_due(
+    tx: Tx, owner: str, now_us: int, lease_us: int, limit: int, limits: SenderLimits
+) -> tuple[list[DeliveryJob], bool]:
+    """Lease up to `limit` due deliveries to `owner`, within the sender limits.
+
+    Returns the jobs and whether due deliveries were passed over for a limit reached in
+    this very claim (claim again: the next claim leaves those out in SQL). PostgreSQL
+    skips rows another process has locked (FOR UPDATE SKIP LOCKED), so any number of
+    processes share the work; SQLite has one writer, which serializes claims.
     """
     lock = " FOR UPDATE SKIP LOCKED" if tx.dialect == "postgresql" else ""
+    not_full, not_full_args = _not_full(limits)
+    # A window larger than `limit`: some rows may be passed over for the limits.
     due = await tx.fetch(
-        "SELECT id FROM deliveries WHERE status = 'pending' AND next_attempt_at <= ?"
-        " AND (lease_expires_at IS NULL OR lease_expires_at <= ?)"
-        f" ORDER BY next_attempt_at LIMIT ?{lock}",
+        "SELECT d.id, d.endpoint_id, d.merchant_id FROM deliveries d"
+        " WHERE d.status = 'pending' AND d.next_attempt_at <= ?"
+        f" AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ?){not_full}"
+        f" ORDER BY d.next_attempt_at LIMIT ?{lock}",
         now_us,
         now_us,
-        limit,
+        *not_full_args,
+        limit * 4,
     )
-    jobs = []
+    endpoints = dict(limits.endpoints)
+    merchants = dict(limits.merchants)
+    chosen: list[str] = []
+    passed_over = False
     for row in due:
+        if len(chosen) == limit:
+            break
+        endpoint_id, merchant_id = row["endpoint_id"], row["merchant_id"]
+        if (
+            endpoints.get(endpoint_id, 0) >= limits.per_endpoint
+            or merchants.get(merchant_id, 0) >= limits.per_merchant
+        ):
+            passed_over = True
+            continue
+        endpoints[endpoint_id] = endpoints.get(endpoint_id, 0) + 1
+        merchants[merchant_id] = merchants.get(merchant_id, 0) + 1
+        chosen.append(row["id"])
+    jobs = []
+    for delivery_id in chosen:
         await tx.execute(
             "UPDATE deliveries SET lease_owner = ?, lease_expires_at = ? WHERE id = ?",
             owner,
             now_us + lease_us,
-            row["id"],
+            delivery_id,
         )
         job = await tx.fetchrow(
-            "SELECT d.id AS delivery_id, d.attempts, e.id AS event_id, e.body, w.url,"
-            " w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at"
+            "SELECT d.id AS delivery_id, d.attempts, d.endpoint_id, d.merchant_id,"
+            " e.id AS event_id, e.body, w.url, w.secret_sealed, w.previous_secret_sealed,"
+            " w.previous_secret_expires_at"
             " FROM deliveries d JOIN events e ON e.id = d.event_id"
             " JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.id = ?",
-            row["id"],
+            delivery_id,
         )
         assert job is not None
         jobs.append(
@@ -243,9 +285,11 @@ async def claim_due(tx: Tx, owner: str, now_us: int, lease_us: int, limit: int) 
                 secret_sealed=job["secret_sealed"],
                 previous_secret_sealed=job["previous_secret_sealed"],
                 previous_secret_expires_at=job["previous_secret_expires_at"],
+                endpoint_id=job["endpoint_id"],
+                merchant_id=job["merchant_id"],
             )
         )
-    return jobs
+    return jobs, passed_over
 
 
 @attrs.frozen
@@ -297,11 +341,17 @@ async def release_leases(tx: Tx, owner: str) -> int:
     )
 
 
-async def next_due(tx: Tx) -> int | None:
-    """When the next delivery becomes claimable: due, and not leased (or its lease lapsed)."""
+async def next_due(tx: Tx, limits: SenderLimits) -> int | None:
+    """When the next delivery becomes claimable: due, not leased (or its lease lapsed),
+    and not for an endpoint or merchant at its limit (a finished attempt wakes the
+    dispatcher for those)."""
+    not_full, not_full_args = _not_full(limits)
     value = await tx.fetchval(
-        "SELECT MIN(CASE WHEN lease_expires_at IS NOT NULL AND lease_expires_at > next_attempt_at"
-        " THEN lease_expires_at ELSE next_attempt_at END) FROM deliveries WHERE status = 'pending'"
+        "SELECT MIN(CASE WHEN d.lease_expires_at IS NOT NULL"
+        " AND d.lease_expires_at > d.next_attempt_at"
+        " THEN d.lease_expires_at ELSE d.next_attempt_at END) FROM deliveries d"
+        f" WHERE d.status = 'pending'{not_full}",
+        *not_full_args,
     )
     return None if value is None else int(value)
 

@@ -192,3 +192,69 @@ async def test_shutdown_cancels_every_actor(autojump_clock: trio.testing.MockClo
 async def test_unknown_kind_is_a_programming_error(host: ActorHost, autojump_clock: trio.testing.MockClock) -> None:
     with pytest.raises(LookupError):
         await host.ask("nope", "x", Add(1))
+
+
+class Broken:
+    """An actor whose state cannot be loaded (its database is down) until `fixed`."""
+
+    kind = "broken"
+
+    def __init__(self) -> None:
+        self.activations = 0
+        self.fixed = False
+
+    async def activate(self, actor_id: str) -> int:
+        self.activations += 1
+        if not self.fixed:
+            raise RuntimeError("database down")
+        return 7
+
+    async def receive(self, actor_id: str, state: int, message: Any) -> tuple[int, Any]:
+        return state, state
+
+
+async def test_a_failing_activation_backs_off_and_answers_503_with_retry_after(
+    host: ActorHost, autojump_clock: trio.testing.MockClock
+) -> None:
+    broken = Broken()
+    host.register(broken)
+    retry_afters: list[int | None] = []
+    started = trio.current_time()
+    while trio.current_time() - started < 60:  # a client retrying ten times a second
+        with pytest.raises(errors.Unavailable) as refused:
+            await host.ask("broken", "a", Add(1))
+        retry_afters.append(refused.value.retry_after_seconds)
+        await trio.sleep(0.1)
+    # Without backoff every ask restarted it max_restarts + 1 times: some 1800 activations.
+    assert 3 <= broken.activations <= 10
+    assert all(seconds is not None and 1 <= seconds <= 60 for seconds in retry_afters)
+    # The database is back: within the longest backoff the actor serves again.
+    broken.fixed = True
+    await trio.sleep(host.max_backoff_seconds + 1)
+    assert await host.ask("broken", "a", Add(1)) == 7
+
+
+async def test_an_actor_backing_off_answers_at_once(
+    host: ActorHost, autojump_clock: trio.testing.MockClock
+) -> None:
+    broken = Broken()
+    host.register(broken)
+    with pytest.raises(errors.Unavailable):
+        await host.ask("broken", "b", Add(1))
+    asked = trio.current_time()
+    with pytest.raises(errors.Unavailable) as refused:
+        await host.ask("broken", "b", Add(1))
+    assert trio.current_time() - asked < host.ask_timeout  # not left to time out
+    assert refused.value.retry_after_seconds is not None
+
+
+async def test_an_unavailable_answer_carries_retry_after() -> None:
+    from fgcpay.http.errors import api_error_response
+    from quart_trio import QuartTrio
+
+    app = QuartTrio(__name__)
+    async with app.app_context():
+        response = api_error_response(errors.Unavailable("Busy.", retry_after_seconds=3))
+    assert response.status_code == 503
+    assert response.headers["Retry-After"] == "3"
+    assert (await response.get_json())["code"] == "service_unavailable"

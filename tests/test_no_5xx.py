@@ -11,6 +11,7 @@ from test_checkout_sessions import valid_body
 NASTY_VALUES: list[object] = [
     None, True, 0, -1, 1e308, 10**40, "", " ", "\x00", "\ud7ff", "a" * 7_000, [], {}, [[[]]],
     {"$ne": 1}, "' OR 1=1 --", "<script>alert(1)</script>", "../../etc/passwd", "%s%n", "\u202e",
+    "1" * 5000, "12.34999999999999999999999999999", "https://a.example;sandbox/", {"x": 10**4000},
 ]  # fmt: skip
 
 ROUTES = [

@@ -54,5 +54,5 @@ async def test_bucket_memory_is_bounded(clock: trio.testing.MockClock) -> None:
 
     limiter = RateLimiter(rate=10.0, burst=5)
     for n in range(rate_limit.MAX_BUCKETS + 10):
-        limiter.take(f"key{n}")
+        await limiter.take(f"key{n}")
     assert len(limiter._buckets) <= rate_limit.MAX_BUCKETS

@@ -18,7 +18,7 @@ from fgcpay.settings import Settings
 from receiver import reserve_port, start_receiver, url_of
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
-LEASE_SECONDS = 11
+LEASE_SECONDS = 20  # the shortest lease the service accepts (twice the 10 s attempt deadline)
 
 
 def _free_port() -> int:

@@ -1,0 +1,187 @@
+"""How connections are served on the wire: hypercorn's HTTP/1.1 protocol, adjusted.
+
+Hypercorn 0.18 (trio worker, h11) gets three things wrong for us, and offers no hook for
+them, so `install()` puts a subclass of its `H11Protocol` where its `ProtocolWrapper`
+looks the class up. The subclass changes nothing unless the server runs with a
+`ServerConfig` (ours); other hypercorn servers in the process (test receivers) keep
+hypercorn's own behaviour.
+
+1. Hypercorn recycles or closes the connection from inside the ASGI app's own `send`
+   call (the last body message leads to `_maybe_recycle`), and quart-trio cancels that
+   task as soon as it has handed over the answer. The cancellation lands mid-way: the
+   socket is neither closed nor made ready for the next request, and the keep-alive timer
+   is not restarted, so a connection whose request body was not read when the answer
+   went out hangs with its descriptor for good. Our `stream_send` finishes that
+   bookkeeping under a shield (hypercorn already shields the socket write itself).
+2. An answer that goes out while the request body is still arriving says
+   `Connection: close`, and the close then lingers: what the client still sends is read
+   and dropped until it closes, or for `LINGER_SECONDS` at most. Closing at once, with
+   unread data, makes the kernel answer with a reset, which can destroy the answer
+   before the client reads it (a 413 for a 10 MB body, a 431 for a 2 MB header).
+3. Requests h11 cannot parse (a malformed request, headers over `MAX_HEADER_BYTES`) get
+   hypercorn's empty answer; ours is the ApiError JSON with a `Request-Id` (and the
+   RateLimit headers under /api/v1), built by `ServerConfig.protocol_error_answer`.
+
+Timeouts: a connection that sends no complete request head within `KEEP_ALIVE_SECONDS`
+(idle between requests, or headers never finished) is closed by hypercorn's keep-alive
+timer; a request body that does not arrive within `BODY_TIMEOUT_SECONDS` is answered 408
+by the app (`fgcpay.http.plumbing`), then closed as above.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
+
+import h11
+import hypercorn.protocol
+import trio
+from hypercorn.config import Config
+from hypercorn.events import Closed, Event, RawData
+from hypercorn.protocol.events import Event as StreamEvent
+from hypercorn.protocol.events import Response
+from hypercorn.protocol.h11 import H11Protocol
+from hypercorn.typing import AppWrapper, ConnectionState, TaskGroup, WorkerContext
+
+KEEP_ALIVE_SECONDS = 5.0
+BODY_TIMEOUT_SECONDS = 30.0
+LINGER_SECONDS = 5.0
+# The request line and headers together; larger heads are answered 431.
+MAX_HEADER_BYTES = 64 * 1024
+# Enough of a request line to find its path in a request h11 refused.
+_MAX_REQUEST_LINE = 8192
+
+# (h11's status hint, the request's path if one could be read, the client's address)
+# -> (status, headers, body) of the answer to a request that could not be parsed.
+ProtocolErrorAnswer = Callable[
+    [int, "str | None", str], Awaitable[tuple[int, list[tuple[str, str]], bytes]]
+]
+
+
+class ServerConfig(Config):
+    """Hypercorn's config, plus what our protocol needs to answer protocol errors."""
+
+    protocol_error_answer: ProtocolErrorAnswer | None = None
+
+
+def install() -> None:
+    """Make hypercorn build our protocol for HTTP/1.1 connections (idempotent)."""
+    hypercorn.protocol.H11Protocol = FgcpayH11Protocol  # type: ignore[attr-defined]
+
+
+class FgcpayH11Protocol(H11Protocol):
+    """Hypercorn's HTTP/1.1 protocol with the three changes in the module docstring."""
+
+    def __init__(
+        self,
+        app: AppWrapper,
+        config: Config,
+        context: WorkerContext,
+        task_group: TaskGroup,
+        connection_state: ConnectionState,
+        ssl: bool,
+        client: tuple[str, int] | None,
+        server: tuple[str, int] | None,
+        send: Callable[[Event], Awaitable[None]],
+    ) -> None:
+        super().__init__(
+            app, config, context, task_group, connection_state, ssl, client, server, send
+        )
+        self._ours = isinstance(config, ServerConfig)
+        self._server_send = send
+        self._lingering = False
+        self._peer_done = trio.Event()
+        # The start of the request head being received, to name its path in an error
+        # answer: h11 drops a complete head it could not parse from its buffer.
+        self._head_start = b""
+        if self._ours:
+            self.send = self._send_or_linger
+
+    async def handle(self, event: Event) -> None:
+        if self._ours:
+            if isinstance(event, Closed) or (isinstance(event, RawData) and not event.data):
+                self._peer_done.set()
+            if self._lingering and isinstance(event, RawData):
+                return  # the rest of a request already answered: read and dropped
+            if isinstance(event, RawData):
+                if getattr(self.connection, "their_state", None) is h11.IDLE:
+                    self._head_start = (self._head_start + event.data)[:_MAX_REQUEST_LINE]
+                else:
+                    self._head_start = b""
+        await super().handle(event)
+
+    async def _maybe_recycle(self) -> None:
+        await super()._maybe_recycle()
+        self._head_start = b""
+
+    async def stream_send(self, event: StreamEvent) -> None:
+        if not self._ours:
+            await super().stream_send(event)
+            return
+        if isinstance(event, Response) and event.status_code >= 200 and self._peer_sending():
+            if not any(name.lower() == b"connection" for name, _ in event.headers):
+                event = dataclasses.replace(
+                    event, headers=[*event.headers, (b"connection", b"close")]
+                )
+        with trio.CancelScope(shield=True):
+            await super().stream_send(event)
+
+    async def _send_error_response(self, status_code: int) -> None:
+        answer = self.config.protocol_error_answer if self._ours else None  # type: ignore[attr-defined]
+        if answer is None:
+            await super()._send_error_response(status_code)
+            return
+        received, _ = self.connection.trailing_data
+        client = self.client[0] if self.client else "unknown"
+        path = request_path(self._head_start or received)
+        try:
+            status, headers, body = await answer(status_code, path, client)
+        except Exception:
+            # An exception here would end the whole worker (hypercorn does not catch it).
+            await self.config.log.exception("could not build the answer to a protocol error")
+            await super()._send_error_response(status_code)
+            return
+        await self._send_h11_event(
+            h11.Response(
+                status_code=status,
+                headers=[
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                    *((name.encode("latin-1"), value.encode("latin-1")) for name, value in headers),
+                    *self.config.response_headers("h11"),
+                ],
+            )
+        )
+        await self._send_h11_event(h11.Data(data=body))
+        await self._send_h11_event(h11.EndOfMessage())
+
+    def _peer_sending(self) -> bool:
+        """Whether the client may still be sending the request we answer (or garbage)."""
+        state = getattr(self.connection, "their_state", None)
+        return state is h11.SEND_BODY or state is h11.ERROR
+
+    async def _send_or_linger(self, event: Event) -> None:
+        if isinstance(event, Closed) and self._peer_sending() and not self._peer_done.is_set():
+            if not self._lingering:
+                self._lingering = True
+                self.task_group.spawn(self._linger_then_close)
+            return
+        await self._server_send(event)
+
+    async def _linger_then_close(self) -> None:
+        with trio.move_on_after(LINGER_SECONDS):
+            await self._peer_done.wait()
+        await self._server_send(Closed())
+
+
+def request_path(received: bytes) -> str | None:
+    """The path of the request line at the start of `received`, if it has one."""
+    line = received[:_MAX_REQUEST_LINE].split(b"\n", 1)[0]
+    parts = line.split(b" ")
+    if len(parts) < 2:
+        return None
+    try:
+        return urlsplit(parts[1].decode("latin-1")).path or None
+    except ValueError:
+        return None
