@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from fgcpay.domain import errors, ids
+from fgcpay.domain import ids, lists
+from fgcpay.domain.errors import FieldError
 
 
 class Positioned(Protocol):
@@ -29,7 +30,5 @@ async def cursor_position(
     if ids.looks_like_id(starting_after, prefix, 24):
         anchor = await lookup(starting_after)
     if anchor is None:
-        raise errors.ValidationFailed(
-            [errors.FieldError("starting_after", "Must be a next_cursor from a previous page.")]
-        )
+        raise lists.query_error([FieldError("starting_after", lists.BAD_CURSOR)])
     return anchor.created_at, anchor.id

@@ -28,6 +28,7 @@ import trio
 from fgcpay.clock import Clock
 from fgcpay.domain import webhooks
 from fgcpay.domain.secret_box import SecretBox
+from fgcpay.domain.times import iso_ms
 from fgcpay.logs import log_event
 from fgcpay.storage import Storage
 from fgcpay.storage.webhooks import AttemptRecord, DeliveryJob
@@ -247,6 +248,20 @@ class WebhookDispatcher:
         )
         if not kept:
             log_event("delivery lease lapsed during an attempt", logging.WARNING, delivery_id=job.delivery_id)
+        elif outcome != "succeeded":
+            # What an operator needs to follow a failing receiver; never the body sent or
+            # answered, never the URL (it may carry a token) or a secret.
+            log_event(
+                "webhook delivery attempt failed",
+                logging.WARNING,
+                event_id=job.event_id,
+                endpoint_id=job.endpoint_id,
+                delivery_id=job.delivery_id,
+                attempt=job.attempts + 1,
+                status_code=status,
+                error=error,
+                next_attempt_at=None if next_at is None else iso_ms(next_at),
+            )
         self.attempts += 1
         self._attempted.set()
         self._attempted = trio.Event()

@@ -1,23 +1,32 @@
-"""Operator actions shared by the command line and the tests: creating merchants, lifting
-wrong-PIN locks."""
+"""Operator actions shared by the command line and the tests: creating merchants, managing
+their API keys, lifting wrong-PIN locks, reading the webhook delivery log."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 
 import attrs
+from fgcpay.actors.deliveries import DeliveryLog
 from fgcpay.actors.webhook_endpoints import WebhookEndpoints
 from fgcpay.clock import SystemClock
 from fgcpay.domain import customers, ids
+from fgcpay.domain.errors import ValidationFailed
 from fgcpay.domain.fields import EmailError, email_address
-from fgcpay.domain.merchants import Merchant, hash_password, new_api_key, normalize_email
+from fgcpay.domain.lists import MAX_LIMIT
+from fgcpay.domain.merchants import ApiKey, Merchant, hash_password, new_api_key, normalize_email
 from fgcpay.domain.secret_box import SecretBox
+from fgcpay.domain.webhooks import Delivery, parse_delivery_query
 from fgcpay.settings import Settings
 from fgcpay.storage import Storage
 
 
 class MerchantInputError(Exception):
     """The operator's input cannot create a merchant; the message says why."""
+
+
+class KeyInputError(Exception):
+    """The operator's input names no merchant or key to act on; the message says why."""
 
 
 class UnlockInputError(Exception):
@@ -58,11 +67,105 @@ async def create_merchant(
     return CreatedMerchant(merchant=merchant, api_key=key.raw)
 
 
+@attrs.frozen
+class CreatedKey:
+    key: ApiKey
+    api_key: str = attrs.field(repr=False)  # the raw key, shown once
+
+
+MAX_KEY_NAME_LENGTH = 100
+
+
+async def create_api_key(
+    storage: Storage, merchant_id: str, name: str | None = None, now_us: int | None = None
+) -> CreatedKey:
+    """A new test API key for the merchant; the raw key is returned, never stored.
+
+    Raises KeyInputError for an unknown merchant or a name over 100 characters.
+    """
+    if name is not None:
+        name = name.strip() or None
+    if name is not None and len(name) > MAX_KEY_NAME_LENGTH:
+        raise KeyInputError(f"a key name is at most {MAX_KEY_NAME_LENGTH} characters")
+    await _existing_merchant(storage, merchant_id)
+    now = time.time_ns() // 1000 if now_us is None else now_us
+    key = new_api_key(merchant_id, now, name)
+    await storage.add_api_key(key.record)
+    return CreatedKey(key=key.record, api_key=key.raw)
+
+
+async def api_keys(storage: Storage, merchant_id: str) -> list[ApiKey]:
+    """The merchant's keys, newest first (hashes and display parts only, never raw keys)."""
+    await _existing_merchant(storage, merchant_id)
+    return await storage.api_keys(merchant_id)
+
+
+async def revoke_api_key(
+    storage: Storage, merchant_id: str, key_id: str, now_us: int | None = None
+) -> ApiKey:
+    """Revoke one of the merchant's keys: the next request with it is 401.
+
+    Revoking a revoked key changes nothing. Returns the key as now stored; raises
+    KeyInputError when the merchant has no such key.
+    """
+    await _existing_merchant(storage, merchant_id)
+    now = time.time_ns() // 1000 if now_us is None else now_us
+    await storage.revoke_api_key(merchant_id, key_id, now)
+    for key in await storage.api_keys(merchant_id):
+        if key.id == key_id:
+            return key
+    raise KeyInputError(f"merchant {merchant_id} has no key {key_id}")
+
+
+async def _existing_merchant(storage: Storage, merchant_id: str) -> Merchant:
+    merchant = await storage.merchant(merchant_id)
+    if merchant is None:
+        raise KeyInputError(f"no merchant {merchant_id}")
+    return merchant
+
+
 def webhook_endpoints(storage: Storage, settings: Settings) -> WebhookEndpoints:
     """Endpoint operations for the command line (the running service polls the outbox)."""
     return WebhookEndpoints(
         storage, SystemClock(), SecretBox(settings.secret_key), settings.webhook_allow_private
     )
+
+
+class DeliveryLogInputError(Exception):
+    """The operator's filters cannot select deliveries; the message names the option."""
+
+
+# The command's options for the API's query parameters, so an error names what was typed.
+_DELIVERY_OPTIONS = {"event_id": "--event", "endpoint_id": "--endpoint", "status": "--status"}
+
+
+async def delivery_log(
+    storage: Storage,
+    merchant_id: str,
+    event_id: str | None = None,
+    endpoint_id: str | None = None,
+    status: str | None = None,
+) -> AsyncIterator[Delivery]:
+    """Every delivery of the merchant matching the filters, newest first, read a page at a
+    time through the same log (and the same checks) as `GET /webhook_deliveries`."""
+    given = {"event_id": event_id, "endpoint_id": endpoint_id, "status": status}
+    args = {name: [value] for name, value in given.items() if value is not None}
+    try:
+        query = parse_delivery_query({**args, "limit": [str(MAX_LIMIT)]})
+    except ValidationFailed as failed:
+        problem = failed.errors[0]
+        option = _DELIVERY_OPTIONS[problem.field]
+        raise DeliveryLogInputError(f"{option}: {problem.message}") from None
+    if await storage.merchant(merchant_id) is None:
+        raise DeliveryLogInputError(f"no merchant {merchant_id}")
+    log = DeliveryLog(storage)
+    while True:
+        page, has_more = await log.page(merchant_id, query)
+        for delivery in page:
+            yield delivery
+        if not has_more:
+            return
+        query = attrs.evolve(query, page=attrs.evolve(query.page, starting_after=page[-1].id))
 
 
 async def unlock_customer(

@@ -1,20 +1,49 @@
-"""The `fgcpay` operator command."""
+"""The `fgcpay` operator command.
+
+What the operator sees on standard error: first the database in use, then, if the
+command fails, one line naming the problem (exit status 2); `--debug` adds the traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import multiprocessing
+import os
 import signal
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from multiprocessing.connection import wait
 from multiprocessing.synchronize import Event as EventType
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import trio
 from fgcpay.logs import configure_logging, log_event
-from fgcpay.settings import ConfigError, Settings, load_settings
+from fgcpay.settings import (
+    ConfigError,
+    Settings,
+    database_location,
+    database_shown,
+    load_settings,
+)
+
+if TYPE_CHECKING:
+    from fgcpay.domain.merchants import ApiKey
+    from fgcpay.storage import Storage
+
+
+class CommandError(Exception):
+    """A failure already put in the operator's words: printed as it is, in one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line (subcommand parsers are of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -22,8 +51,66 @@ def _fail(message: str, code: int = 2) -> int:
     return code
 
 
+def _root(error: BaseException) -> BaseException:
+    """The failure inside trio's exception groups (a nursery wraps what fails in it)."""
+    while isinstance(error, BaseExceptionGroup):
+        # The first failure that is not only the cancellation another failure caused.
+        real = [e for e in error.exceptions if not isinstance(e, trio.Cancelled)]
+        error = (real or list(error.exceptions))[0]
+    return error
+
+
+def _reason(error: BaseException) -> str:
+    """What went wrong, in a few words: the innermost OS error if one caused it (an error
+    raised while handling another keeps it as its context), else the error's own text."""
+    found = _root(error)
+    cause: BaseException | None = found
+    while cause is not None:
+        if isinstance(cause, OSError):
+            found = cause
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(found, OSError):
+        if isinstance(found.errno, int) and found.errno > 0:
+            # The file an OS error names may be a parent directory of the one asked for.
+            named = f" ({found.filename})" if found.filename else ""
+            return os.strerror(found.errno) + named
+        if isinstance(found, TimeoutError):
+            return "timed out"
+        if found.strerror:
+            return found.strerror
+    lines = str(found).strip().splitlines()
+    return lines[0] if lines else type(found).__name__
+
+
+def _one_line(error: BaseException) -> str:
+    root = _root(error)
+    if isinstance(root, CommandError | ConfigError):
+        return str(root)
+    return f"{type(root).__name__}: {_reason(root)}"
+
+
+@asynccontextmanager
+async def _database(settings: Settings) -> AsyncIterator[Storage]:
+    """The storage of `settings`; failing to open it (connect, create the file, migrate)
+    is a CommandError naming where the database is and why."""
+    from fgcpay.storage import open_storage
+
+    opened = False
+    try:
+        async with open_storage(settings.database_url, 2) as storage:
+            opened = True
+            yield storage
+    except Exception as error:
+        if opened:
+            raise
+        verb = "connect to" if settings.is_postgres else "open"
+        where = database_location(settings.database_url)
+        raise CommandError(f"cannot {verb} {where}: {_reason(error)}") from error
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fgcpay", description="fgcpay operator commands")
+    parser = _Parser(prog="fgcpay", description="fgcpay operator commands")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a failure")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the service (hypercorn, trio worker)")
@@ -39,6 +126,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     create.add_argument("--name", required=True)
     create.add_argument("--email", required=True)
     create.add_argument("--password", help="dashboard password (optional)")
+    merchant_commands.add_parser("list", help="list merchants, one JSON object per line")
+
+    key = commands.add_parser("key", help="manage a merchant's API keys")
+    key_commands = key.add_subparsers(dest="action", required=True)
+    new_key = key_commands.add_parser("create", help="create a test API key (shown once)")
+    new_key.add_argument("--merchant", required=True, help="merchant id (mer_...)")
+    new_key.add_argument("--name", help="a label for the key, shown in key lists")
+    keys = key_commands.add_parser("list", help="list a merchant's keys (never the raw keys)")
+    keys.add_argument("--merchant", required=True, help="merchant id (mer_...)")
+    revoke = key_commands.add_parser("revoke", help="revoke a key: requests with it are 401")
+    revoke.add_argument("--merchant", required=True, help="merchant id (mer_...)")
+    revoke.add_argument("--key", required=True, help="key id (key_...)")
 
     endpoint = commands.add_parser("webhook-endpoint", help="manage webhook endpoints")
     endpoint_commands = endpoint.add_subparsers(dest="action", required=True)
@@ -46,6 +145,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     add.add_argument("--merchant", required=True, help="merchant id (mer_...)")
     add.add_argument("--url", required=True)
     add.add_argument("--events", help="comma-separated event types (default: all)")
+
+    webhook = commands.add_parser("webhook", help="the webhook delivery log")
+    webhook_commands = webhook.add_subparsers(dest="action", required=True)
+    log = webhook_commands.add_parser(
+        "deliveries", help="print deliveries with their attempts, newest first, one JSON per line"
+    )
+    log.add_argument("--merchant", required=True, help="merchant id (mer_...)")
+    log.add_argument("--event", help="only deliveries of this event (evt_...)")
+    log.add_argument("--endpoint", help="only deliveries to this endpoint (we_...)")
+    log.add_argument("--status", help="pending, succeeded or failed")
 
     event = commands.add_parser("event", help="events and their deliveries")
     event_commands = event.add_subparsers(dest="action", required=True)
@@ -61,11 +170,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     try:
-        settings = load_settings()
-    except ConfigError as error:
-        return _fail(str(error))
+        return _run(args)
+    except Exception as error:  # every failure ends here, as one line
+        if args.debug:
+            traceback.print_exception(error)
+        return _fail(_one_line(error))
+
+
+def _run(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    # First, whatever follows: run from another directory, the relative default SQLite
+    # URL is another file (created silently), and this line shows which.
+    print(f"fgcpay: database {database_shown(settings.database_url)}", file=sys.stderr, flush=True)
     configure_logging(settings.log_level)
 
+    if args.command == "merchant" and args.action == "list":
+        return trio.run(_list_merchants, settings)
+    if args.command == "key" and args.action == "create":
+        return trio.run(_create_key, settings, args.merchant, args.name)
+    if args.command == "key" and args.action == "list":
+        return trio.run(_list_keys, settings, args.merchant)
+    if args.command == "key" and args.action == "revoke":
+        return trio.run(_revoke_key, settings, args.merchant, args.key)
     if args.command == "serve":
         return _serve(settings, args.host, args.port, args.workers)
     if args.command == "migrate":
@@ -76,30 +202,94 @@ def main(argv: Sequence[str] | None = None) -> int:
         return trio.run(_create_endpoint, settings, args.merchant, args.url, args.events)
     if args.command == "event" and args.action == "redeliver":
         return trio.run(_redeliver, settings, args.merchant, args.event)
+    if args.command == "webhook" and args.action == "deliveries":
+        filters = (args.event, args.endpoint, args.status)
+        return trio.run(_deliveries, settings, args.merchant, *filters)
     if args.command == "customer" and args.action == "unlock":
         return trio.run(_unlock_customer, settings, args.code, args.merchant)
     return _fail("unknown command")
 
 
 async def _migrate(settings: Settings) -> int:
-    from fgcpay.storage import open_storage
-
-    async with open_storage(settings.database_url, 2):
+    async with _database(settings):
         pass
-    log_event("migrations applied", database=settings.database_url.split("://", 1)[0])
+    log_event("migrations applied", database=database_shown(settings.database_url))
     return 0
 
 
 async def _create_merchant(settings: Settings, name: str, email: str, password: str | None) -> int:
     from fgcpay.admin import MerchantInputError, create_merchant
-    from fgcpay.storage import open_storage
 
-    async with open_storage(settings.database_url, 2) as storage:
+    async with _database(settings) as storage:
         try:
             created = await create_merchant(storage, name, email, password)
         except MerchantInputError as error:
-            return _fail(str(error), 1)
+            return _fail(str(error))
     print(json.dumps({"merchant_id": created.merchant.id, "api_key": created.api_key}))
+    return 0
+
+
+async def _list_merchants(settings: Settings) -> int:
+    from fgcpay.domain.times import iso_ms
+
+    async with _database(settings) as storage:
+        merchants = await storage.merchants()
+    for merchant in merchants:
+        shown = {"id": merchant.id, "name": merchant.name, "email": merchant.email}
+        print(json.dumps({**shown, "created_at": iso_ms(merchant.created_at)}))
+    return 0
+
+
+def _key_json(key: ApiKey) -> dict[str, Any]:
+    from fgcpay.domain.times import iso_ms
+
+    def time(us: int | None) -> str | None:
+        return None if us is None else iso_ms(us)
+
+    return {
+        "id": key.id,
+        "name": key.name,
+        "redacted_key": key.display,
+        "created_at": iso_ms(key.created_at),
+        "last_used_at": time(key.last_used_at),
+        "revoked_at": time(key.revoked_at),
+    }
+
+
+async def _create_key(settings: Settings, merchant_id: str, name: str | None) -> int:
+    from fgcpay.admin import KeyInputError, create_api_key
+
+    async with _database(settings) as storage:
+        try:
+            created = await create_api_key(storage, merchant_id, name)
+        except KeyInputError as error:
+            return _fail(str(error))
+    print(json.dumps({"id": created.key.id, "api_key": created.api_key}))
+    return 0
+
+
+async def _list_keys(settings: Settings, merchant_id: str) -> int:
+    from fgcpay.admin import KeyInputError, api_keys
+
+    async with _database(settings) as storage:
+        try:
+            keys = await api_keys(storage, merchant_id)
+        except KeyInputError as error:
+            return _fail(str(error))
+    for key in keys:
+        print(json.dumps(_key_json(key)))
+    return 0
+
+
+async def _revoke_key(settings: Settings, merchant_id: str, key_id: str) -> int:
+    from fgcpay.admin import KeyInputError, revoke_api_key
+
+    async with _database(settings) as storage:
+        try:
+            key = await revoke_api_key(storage, merchant_id, key_id)
+        except KeyInputError as error:
+            return _fail(str(error))
+    print(json.dumps({"id": key.id, "revoked_at": _key_json(key)["revoked_at"]}))
     return 0
 
 
@@ -107,20 +297,19 @@ async def _create_endpoint(settings: Settings, merchant_id: str, url: str, event
     from fgcpay.admin import webhook_endpoints
     from fgcpay.domain.errors import ServiceError
     from fgcpay.domain.webhooks import parse_endpoint
-    from fgcpay.storage import open_storage
 
     body: dict[str, Any] = {"url": url}
     if events:
         body["enabled_events"] = [part.strip() for part in events.split(",") if part.strip()]
-    async with open_storage(settings.database_url, 2) as storage:
+    async with _database(settings) as storage:
         if await storage.merchant(merchant_id) is None:
-            return _fail(f"no merchant {merchant_id}", 1)
+            return _fail(f"no merchant {merchant_id}")
         try:
             endpoint, secret = await webhook_endpoints(storage, settings).create(
                 merchant_id, parse_endpoint(body)
             )
         except ServiceError as error:
-            return _fail(f"{error.message} {json.dumps(error.details_json())}", 1)
+            return _fail(f"{error.message} {json.dumps(error.details_json())}")
     print(json.dumps({"id": endpoint.id, "url": endpoint.url, "secret": secret}))
     return 0
 
@@ -128,22 +317,39 @@ async def _create_endpoint(settings: Settings, merchant_id: str, url: str, event
 async def _redeliver(settings: Settings, merchant_id: str, event_id: str) -> int:
     from fgcpay.admin import webhook_endpoints
     from fgcpay.domain.errors import ServiceError
-    from fgcpay.storage import open_storage
 
-    async with open_storage(settings.database_url, 2) as storage:
+    async with _database(settings) as storage:
         try:
             queued = await webhook_endpoints(storage, settings).redeliver(merchant_id, event_id)
         except ServiceError as error:
-            return _fail(error.message, 1)
+            return _fail(error.message)
     print(json.dumps({"event_id": event_id, "deliveries_queued": queued}))
+    return 0
+
+
+async def _deliveries(
+    settings: Settings,
+    merchant_id: str,
+    event_id: str | None,
+    endpoint_id: str | None,
+    status: str | None,
+) -> int:
+    from fgcpay.admin import DeliveryLogInputError, delivery_log
+    from fgcpay.domain.webhooks import delivery_to_json
+
+    async with _database(settings) as storage:
+        try:
+            async for delivery in delivery_log(storage, merchant_id, event_id, endpoint_id, status):
+                print(json.dumps(delivery_to_json(delivery)))
+        except DeliveryLogInputError as error:
+            return _fail(str(error))
     return 0
 
 
 async def _unlock_customer(settings: Settings, code: str, merchant_id: str | None) -> int:
     from fgcpay.admin import UnlockInputError, unlock_customer
-    from fgcpay.storage import open_storage
 
-    async with open_storage(settings.database_url, 2) as storage:
+    async with _database(settings) as storage:
         try:
             code, lifted = await unlock_customer(storage, code, merchant_id)
         except UnlockInputError as error:
@@ -153,17 +359,43 @@ async def _unlock_customer(settings: Settings, code: str, merchant_id: str | Non
 
 
 def _serve(settings: Settings, host: str | None, port: int | None, workers: int) -> int:
-    import os
-
     from fgcpay.service import hypercorn_config
 
     if workers < 1:
         return _fail("--workers must be at least 1")
+    if workers > 1 and not settings.is_postgres:
+        # Every worker would queue behind the one writer of the SQLite file.
+        if settings.production:
+            raise CommandError(
+                "--workers above 1 needs PostgreSQL in production (FGCPAY_DATABASE_URL):"
+                " SQLite has one writer"
+            )
+        log_event(
+            "several workers on SQLite share one writer; use PostgreSQL to scale out",
+            logging.WARNING,
+            workers=workers,
+        )
     explicit_public = bool(os.environ.get("FGCPAY_PUBLIC_URL"))
     settings = settings.with_bind(host or settings.host, settings.port if port is None else port, explicit_public)
     # Migrate once, before any worker starts, so workers never race on the schema.
     trio.run(_migrate, settings)
-    sockets = hypercorn_config(settings, workers).create_sockets()
+    try:
+        sockets = hypercorn_config(settings, workers).create_sockets()
+    except OSError as error:
+        address = f"{settings.host}:{settings.port}"
+        raise CommandError(f"cannot listen on {address}: {_reason(error)}") from error
+    if settings.port == 0 and sockets.insecure_sockets:
+        # "Any free port": say (and link to) the one the system chose.
+        bound = int(sockets.insecure_sockets[0].getsockname()[1])
+        settings = settings.with_bind(settings.host, bound, explicit_public)
+    log_event(
+        "starting",
+        public_url=settings.public_url,
+        database=database_shown(settings.database_url),
+        bind=f"{settings.host}:{settings.port}",
+        workers=workers,
+        env=settings.env,
+    )
     if workers == 1:
         for sock in sockets.insecure_sockets:
             sock.listen(1024)

@@ -82,7 +82,9 @@ class Service:
 async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Service]:
     """Start storage and the background parts; yield the running `Service`; stop them all."""
     clock = clock or SystemClock()
-    async with open_storage(settings.database_url, settings.db_pool_size) as storage:
+    async with open_storage(
+        settings.database_url, settings.db_pool_size, settings.db_timeout_seconds
+    ) as storage:
         async with trio.open_nursery() as nursery:
             actors = ActorHost(
                 idle_seconds=settings.actor_idle_seconds,

@@ -7,6 +7,7 @@ import secrets
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import attrs
 
@@ -41,6 +42,7 @@ class Settings:
     actor_idle_seconds: float = 60.0
     actor_ask_timeout_seconds: float = 10.0
     db_pool_size: int = 10
+    db_timeout_seconds: float = 5.0
     log_level: str = "INFO"
 
     @property
@@ -55,6 +57,30 @@ class Settings:
         """The same settings bound elsewhere; PUBLIC_URL follows unless it was set."""
         public_url = self.public_url if explicit_public_url else default_public_url(host, port)
         return attrs.evolve(self, host=host, port=port, public_url=public_url)
+
+
+def database_shown(database_url: str) -> str:
+    """The database URL as the operator should see it: without a password and, for
+    SQLite, with the file's absolute path (a relative one depends on the directory)."""
+    if database_url.startswith("sqlite:///"):
+        path = database_url[len("sqlite:///") :]
+        return database_url if path == ":memory:" else "sqlite:///" + os.path.abspath(path)
+    parts = urlsplit(database_url)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    netloc = userinfo.partition(":")[0] + at + hostport
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "password"])
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def database_location(database_url: str) -> str:
+    """Where the database lives, for an error message: "PostgreSQL at host:port" or
+    "the SQLite database /abs/path"."""
+    if database_url.startswith("sqlite:///"):
+        return "the SQLite database " + database_shown(database_url)[len("sqlite:///") :]
+    hostport = urlsplit(database_url).netloc.rpartition("@")[2] or "localhost"
+    if not hostport.rpartition("]")[2].count(":"):
+        hostport += ":5432"
+    return f"PostgreSQL at {hostport}"
 
 
 def default_public_url(host: str, port: int) -> str:
@@ -99,6 +125,16 @@ def _bool(env: Mapping[str, str], name: str) -> bool:
     raise ConfigError(f"{PREFIX}{name} must be 1 or 0, got {raw!r}")
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(env: Mapping[str, str]) -> str:
+    level = (env.get(PREFIX + "LOG_LEVEL", "") or "INFO").strip().upper()
+    if level not in LOG_LEVELS:
+        raise ConfigError(f"{PREFIX}LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}")
+    return level
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Read the settings from `env` (default: the process environment).
 
@@ -113,6 +149,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     database_url = env.get(PREFIX + "DATABASE_URL", "") or DEFAULT_DATABASE_URL
     if not database_url.startswith(("sqlite://", "postgresql://", "postgres://")):
         raise ConfigError(f"{PREFIX}DATABASE_URL must be a sqlite:// or postgresql:// URL")
+    if database_url.startswith("sqlite://") and not database_url.startswith("sqlite:///"):
+        raise ConfigError(
+            f"{PREFIX}DATABASE_URL: a SQLite URL is sqlite:///relative/path or sqlite:////abs/path"
+        )
     host = env.get(PREFIX + "HOST", "") or "127.0.0.1"
     port = _int(env, "PORT", 8000, 0, 65535)
     public_url = (env.get(PREFIX + "PUBLIC_URL", "") or default_public_url(host, port)).rstrip("/")
@@ -129,9 +169,22 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     if not secret_key:
         if mode == "production":
             raise ConfigError(f"{PREFIX}SECRET_KEY must be set when {PREFIX}ENV=production")
-        secret_key = local_secret_key()
+        try:
+            secret_key = local_secret_key()
+        except OSError as error:
+            raise ConfigError(
+                f"cannot keep the development secret in {LOCAL_SECRET_FILE.absolute()}:"
+                f" {error.strerror or error} (set {PREFIX}SECRET_KEY,"
+                " or run from a writable directory)"
+            ) from error
     elif len(secret_key) < 32:
         raise ConfigError(f"{PREFIX}SECRET_KEY must be at least 32 characters")
+    # The default points at the bind address, which customers cannot reach in production.
+    if mode == "production" and not (env.get(PREFIX + "PUBLIC_URL") or "").startswith("https://"):
+        raise ConfigError(
+            f"{PREFIX}PUBLIC_URL must be set to the https:// address customers reach"
+            f" when {PREFIX}ENV=production"
+        )
     return Settings(
         env=mode,
         database_url=database_url,
@@ -152,7 +205,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         actor_idle_seconds=_float(env, "ACTOR_IDLE_SECONDS", 60.0, 0.001),
         actor_ask_timeout_seconds=_float(env, "ACTOR_ASK_TIMEOUT_SECONDS", 10.0, 0.001),
         db_pool_size=_int(env, "DB_POOL_SIZE", 10, 1, 1000),
-        log_level=(env.get(PREFIX + "LOG_LEVEL", "") or "INFO").upper(),
+        db_timeout_seconds=_float(env, "DB_TIMEOUT_SECONDS", 5.0, 0.1),
+        log_level=_log_level(env),
     )
 
 

@@ -141,7 +141,7 @@ def backlog_rows(template: dict[str, str], merchant_id: str, endpoint_id: str, c
         body = template["body"].replace(template["id"], event_id).replace(template["resource_id"], session_id)
         created = now_us - (count - i)  # distinct, oldest first, all in the past
         events.append((event_id, merchant_id, "checkout.session.paid", session_id, 2, body, created))
-        deliveries.append((rid("dlv_"), event_id, endpoint_id, merchant_id, "pending", 0, created,
+        deliveries.append((rid("whd_"), event_id, endpoint_id, merchant_id, "pending", 0, created,
                            None, None, created, created))  # fmt: skip
         ids.add(event_id)
     return events, deliveries, ids

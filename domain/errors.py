@@ -99,7 +99,8 @@ class RateLimited(ServiceError):
 
     def __init__(self, retry_after_seconds: int) -> None:
         super().__init__(
-            f"Too many requests. Retry after {retry_after_seconds} seconds.",
+            f"Too many requests. Retry after {retry_after_seconds} "
+            + ("second." if retry_after_seconds == 1 else "seconds."),
             {"retry_after_seconds": retry_after_seconds},
         )
         self.retry_after_seconds = retry_after_seconds

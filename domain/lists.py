@@ -12,6 +12,23 @@ from .errors import FieldError, ValidationFailed
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 
+# The one wording of query-string problems: every list (and every route that takes no
+# query) reports them through `query_error`, so a caller sees one sentence everywhere.
+QUERY_MESSAGE = "The query string has invalid parameters."
+UNKNOWN_PARAMETER = "Unknown query parameter."
+BAD_CURSOR = "Must be a next_cursor from a previous page."
+
+
+def query_error(problems: list[FieldError]) -> ValidationFailed:
+    """The 400 for problems with query parameters (each a `FieldError` naming one)."""
+    return ValidationFailed(problems, QUERY_MESSAGE)
+
+
+def reject_query(args: Mapping[str, object]) -> None:
+    """For a route that takes no query parameters: a 400 naming each one given."""
+    if args:
+        raise query_error([FieldError(name, UNKNOWN_PARAMETER) for name in sorted(args)])
+
 
 @attrs.frozen
 class ListQuery:
@@ -32,7 +49,7 @@ def parse_list_query(
     problems: list[FieldError] = []
     known = {"limit", filter_name, "starting_after"}
     for name in sorted(set(args) - known):
-        problems.append(FieldError(name, "Unknown query parameter."))
+        problems.append(FieldError(name, UNKNOWN_PARAMETER))
     values: dict[str, str] = {}
     for name in known & set(args):
         given = args[name]
@@ -54,9 +71,9 @@ def parse_list_query(
         problems.append(FieldError(filter_name, "Must be one of: " + ", ".join(statuses) + "."))
     starting_after = values.get("starting_after")
     if starting_after is not None and not starting_after:
-        problems.append(FieldError("starting_after", "Must be a next_cursor from a previous page."))
+        problems.append(FieldError("starting_after", BAD_CURSOR))
     if problems:
-        raise ValidationFailed(problems, "The query string has invalid parameters.")
+        raise query_error(problems)
     return ListQuery(limit=limit, status=status, starting_after=starting_after)
 
 

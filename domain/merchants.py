@@ -33,6 +33,7 @@ class ApiKey:
     created_at: int
     last_used_at: int | None = None
     revoked_at: int | None = None
+    name: str | None = None  # the operator's label, if given
 
     @property
     def display(self) -> str:
@@ -47,7 +48,7 @@ class NewApiKey:
     raw: str = attrs.field(repr=False)
 
 
-def new_api_key(merchant_id: str, now_us: int) -> NewApiKey:
+def new_api_key(merchant_id: str, now_us: int, name: str | None = None) -> NewApiKey:
     raw = ids.api_key_secret()
     record = ApiKey(
         id=ids.api_key_id(),
@@ -56,6 +57,7 @@ def new_api_key(merchant_id: str, now_us: int) -> NewApiKey:
         prefix=raw[: len(ids.API_KEY_PREFIX) + 4],
         last4=raw[-4:],
         created_at=now_us,
+        name=name,
     )
     return NewApiKey(record=record, raw=raw)
 

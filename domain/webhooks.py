@@ -1,5 +1,5 @@
 """Webhooks: event types and payloads, signing (both header families), verification,
-the retry schedule, and endpoint request rules."""
+the retry schedule, endpoint request rules, and the delivery log's wire form and query."""
 
 from __future__ import annotations
 
@@ -9,12 +9,15 @@ import hmac
 import json
 import random
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
+from . import ids
+from .errors import FieldError, ValidationFailed
 from .fields import Fields
+from .lists import ListQuery, parse_list_query, query_error
 from .times import iso_ms
 
 EVENT_TYPES = (
@@ -231,3 +234,106 @@ class SenderLimits:
 
 def subscribes(enabled_events: tuple[str, ...], event_type: str) -> bool:
     return ALL_EVENTS in enabled_events or event_type in enabled_events
+
+
+# -- the delivery log -----------------------------------------------------------------------
+
+DELIVERY_STATUSES = ("pending", "succeeded", "failed")
+DELIVERY_PREFIX = "whd_"
+
+
+@attrs.frozen
+class DeliveryAttempt:
+    """One attempt as recorded: `status_code` None when no answer came, `error` None on
+    an answer, `response_body` the answer's first 2 KiB as text."""
+
+    at: int
+    status_code: int | None
+    latency_ms: int
+    error: str | None
+    response_body: str | None
+
+
+@attrs.frozen
+class Delivery:
+    """One delivery of one event to one endpoint, with its attempts oldest first."""
+
+    id: str
+    merchant_id: str
+    event_id: str
+    event_type: str
+    endpoint_id: str
+    status: str
+    next_attempt_at: int
+    created_at: int
+    attempts: tuple[DeliveryAttempt, ...]
+
+
+def delivery_to_json(delivery: Delivery) -> dict[str, Any]:
+    """The delivery as the API and `fgcpay webhook deliveries` show it."""
+    return {
+        "id": delivery.id,
+        "object": "webhook_delivery",
+        "event_id": delivery.event_id,
+        "event_type": delivery.event_type,
+        "endpoint_id": delivery.endpoint_id,
+        "status": delivery.status,
+        "attempt_count": len(delivery.attempts),
+        # Only a pending delivery has a next attempt; a final one keeps a stale time.
+        "next_attempt_at": (
+            iso_ms(delivery.next_attempt_at) if delivery.status == "pending" else None
+        ),
+        "created_at": iso_ms(delivery.created_at),
+        "attempts": [
+            {
+                "at": iso_ms(attempt.at),
+                "status_code": attempt.status_code,
+                "latency_ms": attempt.latency_ms,
+                "error": attempt.error,
+                "response_body": attempt.response_body,
+            }
+            for attempt in delivery.attempts
+        ],
+    }
+
+
+@attrs.frozen
+class DeliveryQuery:
+    """A delivery-log page: the list parameters plus the two id filters."""
+
+    page: ListQuery
+    endpoint_id: str | None
+    event_id: str | None
+
+
+_ID_FILTERS = (
+    ("endpoint_id", "we_", "a webhook endpoint id (we_...)"),
+    ("event_id", "evt_", "an event id (evt_...)"),
+)
+
+
+def parse_delivery_query(args: Mapping[str, Sequence[str]]) -> DeliveryQuery:
+    """`limit`, `starting_after`, `status` as every list has them, and `endpoint_id`,
+    `event_id`; every bad parameter is named in one 400."""
+    problems: list[FieldError] = []
+    found: dict[str, str | None] = {}
+    for name, prefix, what in _ID_FILTERS:
+        given = args.get(name)
+        found[name] = None
+        if given is None:
+            continue
+        if len(given) != 1:
+            problems.append(FieldError(name, "Give this parameter once."))
+        elif not ids.looks_like_id(given[0], prefix, 24):
+            problems.append(FieldError(name, f"Must be {what}."))
+        else:
+            found[name] = given[0]
+    rest = {name: values for name, values in args.items() if name not in found}
+    page = None
+    try:
+        page = parse_list_query(rest, DELIVERY_STATUSES)
+    except ValidationFailed as failed:
+        problems = failed.errors + problems
+    if problems or page is None:
+        raise query_error(problems)
+    return DeliveryQuery(page=page, endpoint_id=found["endpoint_id"], event_id=found["event_id"])

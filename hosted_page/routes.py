@@ -7,7 +7,9 @@ from typing import Any
 
 from fgcpay.actors.checkout_session import FINAL, PAID, ConfirmResult
 from fgcpay.domain import checkout, errors
+from fgcpay.http.errors import database_unavailable
 from fgcpay.http.plumbing import current_service
+from fgcpay.storage import DatabaseUnavailable
 from quart import Blueprint, Response, redirect, render_template, request, websocket
 
 from . import security, views
@@ -46,6 +48,27 @@ async def _render(
 
 async def _not_found() -> Response:
     return await _render("not_found.html", {}, 404)
+
+
+# WebSocket close code 1013 "Try Again Later": the page's script reconnects with backoff.
+TRY_AGAIN_LATER = 1013
+
+
+@blueprint.errorhandler(DatabaseUnavailable)
+@blueprint.errorhandler(errors.Unavailable)
+async def _unavailable(error: Exception) -> Response:
+    """The database (or a session's actor) cannot answer: the page says to try again
+    shortly, in HTML with 503 and `Retry-After`; the status poll gets the same as JSON."""
+    busy = database_unavailable(error) if isinstance(error, DatabaseUnavailable) else error
+    assert isinstance(busy, errors.Unavailable)
+    seconds = str(busy.retry_after_seconds or views.RETRY_AFTER_SECONDS)
+    if request.path.endswith("/status"):
+        body = {"code": busy.code, "message": busy.message, "details": None}
+        headers = {**security.page_headers(), "Retry-After": seconds}
+        return Response(json.dumps(body), 503, content_type="application/json", headers=headers)
+    response = await _render("unavailable.html", {}, 503)
+    response.headers["Retry-After"] = seconds
+    return response
 
 
 async def _context(
@@ -149,13 +172,29 @@ def _not_found_json() -> Response:
 async def status_socket(session_id: str) -> Response | None:
     """Sends `{"id", "status"}` at once and after every change; closes once final.
 
-    An unknown id is refused in the handshake with 404.
+    An unknown id is refused in the handshake with 404. While the database (or the
+    session's actor) cannot answer, it closes with 1013 "Try Again Later".
     """
     service = current_service()
-    session = await service.checkout.find(session_id)
+    try:
+        session = await service.checkout.find(session_id)
+    except (DatabaseUnavailable, errors.Unavailable):
+        await websocket.accept()
+        await websocket.close(TRY_AGAIN_LATER, "unavailable, try again later")
+        return None
     if session is None:
         return _not_found_json()
     await websocket.accept()
+    try:
+        await _send_changes(service, session)
+    except (DatabaseUnavailable, errors.Unavailable):
+        await websocket.close(TRY_AGAIN_LATER, "unavailable, try again later")
+        return None
+    await websocket.close(1000, "final")
+    return None
+
+
+async def _send_changes(service: Any, session: checkout.CheckoutSession) -> None:
     with service.status_hub.subscribe(session.id) as subscription:
         # Subscribed before reading, so no change between the read and now is missed.
         fresh = await service.checkout.find(session.id)
@@ -166,5 +205,3 @@ async def status_socket(session_id: str) -> Response | None:
             if update["status"] != current["status"]:
                 current = {"id": session.id, "status": update["status"]}
                 await websocket.send(json.dumps(current))
-    await websocket.close(1000, "final")
-    return None

@@ -3,7 +3,8 @@
 Every error under /api/v1 (and every error the service raises anywhere) is answered as
 JSON `{"code", "message", "details", "request_id"}`; nothing answers HTML or a stack
 trace. Unexpected exceptions are logged with their request id and answered 500
-`internal_error` with no internals.
+`internal_error` with no internals; the database being unavailable (`DatabaseUnavailable`)
+is answered 503 `service_unavailable` with `Retry-After`, as is every other 503.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from typing import Any
 
 from fgcpay.domain import errors
 from fgcpay.logs import log_event
+from fgcpay.storage import DatabaseUnavailable
 from quart import Response, g
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 JSON_TYPE = "application/json"
+# Retry-After on a 503 that knows no better (an actor's ask lapsed): worth a retry soon.
+DEFAULT_RETRY_AFTER_SECONDS = 2
 
 # Werkzeug's HTTP errors, raised by routing and body reading, in the contract's words.
 _HTTP_ERRORS: dict[int, tuple[str, str]] = {
@@ -60,9 +64,25 @@ def api_error_response(error: errors.ServiceError) -> Response:
         response.headers["WWW-Authenticate"] = 'Bearer realm="fgcpay"'
     if isinstance(error, errors.RateLimited):
         response.headers["Retry-After"] = str(error.retry_after_seconds)
-    if isinstance(error, errors.Unavailable) and error.retry_after_seconds is not None:
-        response.headers["Retry-After"] = str(error.retry_after_seconds)
+    if isinstance(error, errors.Unavailable):
+        seconds = error.retry_after_seconds or DEFAULT_RETRY_AFTER_SECONDS
+        response.headers["Retry-After"] = str(seconds)
     return response
+
+
+def database_unavailable(error: DatabaseUnavailable) -> errors.Unavailable:
+    """The 503 for a database outage; logged as a warning with the driver's error type only."""
+    cause = error.__cause__
+    log_event(
+        "database unavailable",
+        logging.WARNING,
+        request_id=getattr(g, "request_id", ""),
+        error_type=type(cause).__name__ if cause else type(error).__name__,
+    )
+    return errors.Unavailable(
+        "The service cannot reach its database right now; please retry.",
+        retry_after_seconds=error.retry_after_seconds,
+    )
 
 
 def from_http_exception(error: HTTPException) -> errors.ServiceError:
@@ -84,6 +104,10 @@ def register_error_handlers(app: QuartTrio) -> None:
         if error.code == 405 and getattr(error, "valid_methods", None):
             response.headers["Allow"] = ", ".join(sorted(error.valid_methods))  # type: ignore[attr-defined]
         return response
+
+    @app.errorhandler(DatabaseUnavailable)
+    async def _database_unavailable(error: DatabaseUnavailable) -> Response:
+        return api_error_response(database_unavailable(error))
 
     @app.errorhandler(Exception)
     async def _unexpected(error: Exception) -> Response:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fgcpay.domain import errors
+from fgcpay.storage import DatabaseUnavailable
 from quart import Blueprint, Response, jsonify
 
 from .plumbing import current_service
@@ -22,5 +23,8 @@ async def readyz() -> Response:
     try:
         await current_service().storage.ping()
     except Exception:
-        raise errors.Unavailable("The database does not answer.") from None
+        raise errors.Unavailable(
+            "The database does not answer.",
+            retry_after_seconds=DatabaseUnavailable.retry_after_seconds,
+        ) from None
     return jsonify({"status": "ready"})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from fgcpay.domain import endpoints, errors, webhooks
-from fgcpay.domain.lists import envelope, parse_list_query
+from fgcpay.domain import endpoints, webhooks
+from fgcpay.domain.lists import envelope, parse_list_query, reject_query
 from quart import Blueprint, Response, request
 
 from .body import json_object, no_body
@@ -27,10 +27,7 @@ async def create_webhook_endpoint() -> Response:
 @blueprint.get("/webhook_endpoints")
 async def list_webhook_endpoints() -> Response:
     """All of the merchant's endpoints in one page (there are few); no query parameters."""
-    if request.args:
-        raise errors.ValidationFailed(
-            [errors.FieldError(name, "Unknown query parameter.") for name in sorted(request.args)]
-        )
+    reject_query(request.args)
     rows = await current_service().webhook_endpoints.all_of(principal().merchant.id)
     return json_response(envelope([endpoints.to_json(row) for row in rows], False, None))
 

@@ -59,6 +59,17 @@ class StorageError(Exception):
     """The database failed in a way the caller cannot fix (it maps to a 500 or 503)."""
 
 
+class DatabaseUnavailable(StorageError):
+    """The database cannot be reached or cannot take writes now (stopped, connection
+    lost, timed out, disk full, read-only): nothing was committed, a retry may succeed.
+
+    The backends raise this in place of their drivers' errors that mean exactly that;
+    every other driver error (bad SQL, a violated constraint) stays a bug, a 500.
+    """
+
+    retry_after_seconds = 5
+
+
 def drive_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine that never suspends to completion, synchronously."""
     try:

@@ -17,7 +17,7 @@ import trio
 import trio_asyncio
 from fgcpay.logs import log_event
 
-from ._database import RepoFn, Row, StorageError
+from ._database import DatabaseUnavailable, RepoFn, Row, StorageError
 from ._migrations import Migration, pg_apply_migrations
 
 _PLACEHOLDER = re.compile(r"\?")
@@ -34,6 +34,26 @@ async def _keep_session(conn: Any) -> None:
     """Pooled connections carry no session state to reset (no LISTEN, session settings or
     session-level locks: LISTEN has a connection of its own, migrations lock per
     transaction), so asyncpg's reset round trips on every release are skipped."""
+
+
+# Driver errors that mean the database is unreachable or refusing work for now, not that
+# the statement was wrong: connection refused, lost or timed out (OSError covers
+# TimeoutError), class 08 (connection), 53 (insufficient resources), 57 (operator
+# intervention: shutdown, cannot connect now, statement timeout) and a read-only server.
+_UNAVAILABLE: tuple[type[BaseException], ...] = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InsufficientResourcesError,
+    asyncpg.OperatorInterventionError,
+    asyncpg.ReadOnlySQLTransactionError,
+)
+
+
+def _is_unavailable(error: BaseException) -> bool:
+    if isinstance(error, _UNAVAILABLE):
+        return True
+    # asyncpg says "connection is closed" / "pool is closing" as a bare InterfaceError.
+    return isinstance(error, asyncpg.InterfaceError) and "clos" in str(error)
 
 
 def _log_asyncio_error(loop: Any, context: dict[str, Any]) -> None:
@@ -75,9 +95,12 @@ class PostgresDatabase:
 
     dialect = "postgresql"
 
-    def __init__(self, url: str, pool_size: int) -> None:
+    def __init__(self, url: str, pool_size: int, timeout_seconds: float = 5.0) -> None:
         self.url = url
         self.pool_size = pool_size
+        # Bounds connecting, waiting for a pooled connection and each statement, so a
+        # database that is down or hung is answered 503 in seconds, never a hang.
+        self.timeout_seconds = timeout_seconds
         self._loop: Any = None
         self._pool: Any = None
 
@@ -104,6 +127,8 @@ class PostgresDatabase:
                     # they fall due, each holding the request's context (the whole Quart
                     # request). That was the PostgreSQL memory growth (~15 KiB per create).
                     max_inactive_connection_lifetime=0,
+                    timeout=self.timeout_seconds,
+                    command_timeout=self.timeout_seconds,
                 )
             except (OSError, asyncpg.PostgresError) as error:
                 raise StorageError(f"cannot connect to PostgreSQL: {error}") from None
@@ -129,7 +154,7 @@ class PostgresDatabase:
             await pg_apply_migrations(conn, migrations)
 
     async def _in_tx(self, write: bool, fn: RepoFn[..., Any], args: Any, kwargs: Any) -> Any:
-        async with self._pool.acquire() as conn:
+        async with self._pool.acquire(timeout=self.timeout_seconds) as conn:
             if write:
                 async with conn.transaction():
                     return await fn(PgTx(conn), *args, **kwargs)
@@ -137,14 +162,23 @@ class PostgresDatabase:
             return await fn(PgTx(conn), *args, **kwargs)
 
     async def read(self, fn: RepoFn[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if self._pool is None:
-            raise StorageError("the database is closed")
-        return await self._aio(self._in_tx)(False, fn, args, kwargs)
+        return await self._run_tx(False, fn, args, kwargs)
 
     async def write(self, fn: RepoFn[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await self._run_tx(True, fn, args, kwargs)
+
+    async def _run_tx(self, write: bool, fn: RepoFn[..., Any], args: Any, kwargs: Any) -> Any:
         if self._pool is None:
             raise StorageError("the database is closed")
-        return await self._aio(self._in_tx)(True, fn, args, kwargs)
+        try:
+            return await self._aio(self._in_tx)(write, fn, args, kwargs)
+        except Exception as error:
+            if _is_unavailable(error):
+                # The pool replaces the broken connection on a later acquire: recovery
+                # needs no restart.
+                name = type(error).__name__
+                raise DatabaseUnavailable(f"PostgreSQL is unavailable: {name}") from error
+            raise
 
     async def ping(self) -> None:
         async def one(tx: Any) -> Any:
@@ -167,7 +201,7 @@ class PostgresDatabase:
             lost = trio.Event()
             conn = None
             try:
-                conn = await self._aio(asyncpg.connect)(self.url)
+                conn = await self._aio(asyncpg.connect)(self.url, timeout=self.timeout_seconds)
                 conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
                 await self._aio(conn.add_listener)(
                     channel, lambda _conn, _pid, _channel, payload: on_payload(payload)

@@ -20,10 +20,33 @@ from typing import Any
 import attrs
 import trio
 
-from ._database import RepoFn, Row, StorageError, drive_sync
+from ._database import DatabaseUnavailable, RepoFn, Row, StorageError, drive_sync
 from ._migrations import Migration, sqlite_apply_migrations
 
 MAX_GROUP = 512
+
+# Primary result codes that mean the file cannot be written or reached now, not that the
+# statement is wrong: busy beyond the timeout, locked, read-only, I/O error, disk full,
+# cannot open, and a WAL lock protocol failure.
+_UNAVAILABLE_CODES = frozenset({5, 6, 8, 10, 13, 14, 15})
+
+
+def _translate(error: sqlite3.Error, doing: str) -> StorageError:
+    """`DatabaseUnavailable` for an outage (a 503), a plain `StorageError` otherwise."""
+    code = getattr(error, "sqlite_errorcode", None)
+    name = getattr(error, "sqlite_errorname", type(error).__name__)
+    if code is not None and code & 0xFF in _UNAVAILABLE_CODES:
+        return DatabaseUnavailable(f"SQLite cannot {doing}: {name}")
+    return StorageError(f"SQLite could not {doing}: {error}")
+
+
+def _rollback_quietly(conn: sqlite3.Connection) -> None:
+    # SQLite may already have rolled back by itself (after a full disk or an I/O error).
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
 
 class SqliteTx:
@@ -68,14 +91,17 @@ def sqlite_path(database_url: str) -> str:
     return database_url[len("sqlite:///") :]
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+def _connect(path: str, timeout_seconds: float) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, timeout=timeout_seconds
+    )
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
     # FULL: a payment that was acknowledged must survive power loss, not only a crash.
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("PRAGMA busy_timeout=30000")
+    # Another process holding the write lock longer than this is an outage: a 503.
+    conn.execute(f"PRAGMA busy_timeout={int(timeout_seconds * 1000)}")
     return conn
 
 
@@ -84,8 +110,9 @@ class SqliteDatabase:
 
     dialect = "sqlite"
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, timeout_seconds: float = 5.0) -> None:
         self.path = path
+        self.timeout_seconds = timeout_seconds
         self._queue: queue.SimpleQueue[_WriteJob | object] = queue.SimpleQueue()
         self._reader: sqlite3.Connection | None = None
         self._writer_thread: threading.Thread | None = None
@@ -97,9 +124,9 @@ class SqliteDatabase:
     def start(self, migrations: list[Migration]) -> None:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._writer_conn = _connect(self.path)
+        self._writer_conn = _connect(self.path, self.timeout_seconds)
         sqlite_apply_migrations(self._writer_conn, migrations)
-        self._reader = _connect(self.path)
+        self._reader = _connect(self.path, self.timeout_seconds)
         self._writer_thread = threading.Thread(
             target=self._writer_loop, name="fgcpay-sqlite-writer", daemon=True
         )
@@ -121,11 +148,18 @@ class SqliteDatabase:
         if conn is None:
             raise StorageError("the database is closed")
         await trio.lowlevel.checkpoint()
-        conn.execute("BEGIN")
         try:
-            return drive_sync(fn(SqliteTx(conn), *args, **kwargs))
-        finally:
-            conn.execute("COMMIT")
+            conn.execute("BEGIN")
+            try:
+                return drive_sync(fn(SqliteTx(conn), *args, **kwargs))
+            finally:
+                conn.execute("COMMIT")
+        except sqlite3.Error as error:
+            translated = _translate(error, "read")
+            if isinstance(translated, DatabaseUnavailable):
+                _rollback_quietly(conn)
+                raise translated from error
+            raise
 
     async def write(self, fn: RepoFn[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self._writer_thread is None:
@@ -170,28 +204,37 @@ class SqliteDatabase:
     def _commit_group(self, conn: sqlite3.Connection, tx: SqliteTx, batch: list[_WriteJob]) -> None:
         try:
             conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as error:
             for job in batch:
-                job.error = StorageError(f"could not begin a transaction: {error}")
-            self._wake(batch)
-            return
-        for job in batch:
-            conn.execute("SAVEPOINT job")
-            try:
-                job.result = drive_sync(job.fn(tx, *job.args, **job.kwargs))
-            except BaseException as error:  # handed to the caller, never swallowed
-                job.error = error
-                conn.execute("ROLLBACK TO job")
-            conn.execute("RELEASE job")
-        try:
+                self._run_job(conn, tx, job)
             conn.execute("COMMIT")
             self.commits += 1
         except sqlite3.Error as error:
-            conn.execute("ROLLBACK")
+            # The group as a whole failed (the file cannot be written, or SQLite rolled
+            # the transaction back by itself): nothing of it is committed, every caller
+            # hears why, and the writer goes on, so writes resume once the file can be
+            # written again.
+            _rollback_quietly(conn)
+            failure = _translate(error, "write")
             for job in batch:
                 if job.error is None:
-                    job.error = StorageError(f"commit failed: {error}")
+                    job.error = failure
         self._wake(batch)
+
+    @staticmethod
+    def _run_job(conn: sqlite3.Connection, tx: SqliteTx, job: _WriteJob) -> None:
+        conn.execute("SAVEPOINT job")
+        try:
+            job.result = drive_sync(job.fn(tx, *job.args, **job.kwargs))
+        except sqlite3.Error as error:
+            translated = _translate(error, "write")
+            job.error = translated if isinstance(translated, DatabaseUnavailable) else error
+            if not conn.in_transaction:
+                raise  # SQLite rolled back the whole group: fail it all
+            conn.execute("ROLLBACK TO job")
+        except BaseException as error:  # handed to the caller, never swallowed
+            job.error = error
+            conn.execute("ROLLBACK TO job")
+        conn.execute("RELEASE job")
 
     @staticmethod
     def _wake(batch: list[_WriteJob]) -> None:

@@ -12,7 +12,7 @@ from fgcpay.domain.endpoints import WebhookEndpoint
 from fgcpay.domain.idempotency import Claim, Completion, Scope
 from fgcpay.domain.merchants import ApiKey, Merchant
 from fgcpay.domain.transactions import Transaction
-from fgcpay.domain.webhooks import Event, SenderLimits
+from fgcpay.domain.webhooks import Delivery, Event, SenderLimits
 
 from . import (
     checkout_sessions,
@@ -74,6 +74,9 @@ class Storage:
 
     async def merchant(self, merchant_id: str) -> Merchant | None:
         return await self.db.read(merchants.merchant_by_id, merchant_id)
+
+    async def merchants(self) -> list[Merchant]:
+        return await self.db.read(merchants.all_merchants)
 
     async def merchant_by_email(self, email: str) -> Merchant | None:
         return await self.db.read(merchants.merchant_by_email, email)
@@ -202,6 +205,22 @@ class Storage:
     async def event_deliveries(self, event_id: str) -> list[DeliveryView]:
         return await self.db.read(webhooks.deliveries_of_event, event_id)
 
+    async def webhook_delivery(self, merchant_id: str, delivery_id: str) -> Delivery | None:
+        return await self.db.read(webhooks.delivery_of, merchant_id, delivery_id)
+
+    async def webhook_deliveries_page(
+        self,
+        merchant_id: str,
+        endpoint_id: str | None,
+        event_id: str | None,
+        status: str | None,
+        after: tuple[int, str] | None,
+        limit: int,
+    ) -> list[Delivery]:
+        return await self.db.read(
+            webhooks.deliveries_page, merchant_id, endpoint_id, event_id, status, after, limit
+        )
+
     # -- idempotency ---------------------------------------------------------------------
 
     async def claim_idempotency_key(
@@ -230,14 +249,18 @@ class Storage:
 
 
 @asynccontextmanager
-async def open_storage(database_url: str, pool_size: int = 10) -> AsyncIterator[Storage]:
+async def open_storage(
+    database_url: str, pool_size: int = 10, timeout_seconds: float = 5.0
+) -> AsyncIterator[Storage]:
     """Open the database named by `database_url`, apply migrations, and yield `Storage`.
+
+    `timeout_seconds` bounds each wait on the database (connect, pool, statement, lock).
 
     Closing waits for queued writes to commit (SQLite) or closes the pool (PostgreSQL).
     """
     migrations = load_migrations()
     if database_url.startswith(("postgresql://", "postgres://")):
-        pg = PostgresDatabase(database_url, pool_size)
+        pg = PostgresDatabase(database_url, pool_size, timeout_seconds)
         async with trio.open_nursery() as nursery:
             await nursery.start(pg.run, migrations)
             try:
@@ -245,7 +268,7 @@ async def open_storage(database_url: str, pool_size: int = 10) -> AsyncIterator[
             finally:
                 nursery.cancel_scope.cancel()
         return
-    sqlite = SqliteDatabase(sqlite_path(database_url))
+    sqlite = SqliteDatabase(sqlite_path(database_url), timeout_seconds)
     await trio.to_thread.run_sync(sqlite.start, migrations)
     try:
         yield Storage(sqlite)

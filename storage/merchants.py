@@ -6,7 +6,9 @@ from fgcpay.domain.merchants import ApiKey, Merchant
 
 from ._database import Row, Tx
 
-_KEY_COLUMNS = "id, merchant_id, key_hash, prefix, last4, created_at, last_used_at, revoked_at"
+_KEY_COLUMNS = (
+    "id, merchant_id, key_hash, prefix, last4, created_at, last_used_at, revoked_at, name"
+)
 
 
 def _merchant(row: Row) -> Merchant:
@@ -29,6 +31,7 @@ def _api_key(row: Row) -> ApiKey:
         created_at=row["created_at"],
         last_used_at=row["last_used_at"],
         revoked_at=row["revoked_at"],
+        name=row["name"],
     )
 
 
@@ -52,7 +55,7 @@ async def insert_merchant(tx: Tx, merchant: Merchant, key: ApiKey | None) -> boo
 
 async def insert_api_key(tx: Tx, key: ApiKey) -> None:
     await tx.execute(
-        f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         key.id,
         key.merchant_id,
         key.key_hash,
@@ -61,12 +64,18 @@ async def insert_api_key(tx: Tx, key: ApiKey) -> None:
         key.created_at,
         key.last_used_at,
         key.revoked_at,
+        key.name,
     )
 
 
 async def merchant_by_id(tx: Tx, merchant_id: str) -> Merchant | None:
     row = await tx.fetchrow("SELECT * FROM merchants WHERE id = ?", merchant_id)
     return None if row is None else _merchant(row)
+
+
+async def all_merchants(tx: Tx) -> list[Merchant]:
+    rows = await tx.fetch("SELECT * FROM merchants ORDER BY created_at, id")
+    return [_merchant(row) for row in rows]
 
 
 async def merchant_by_email(tx: Tx, email: str) -> Merchant | None:
@@ -77,8 +86,8 @@ async def merchant_by_email(tx: Tx, email: str) -> Merchant | None:
 async def api_key_by_hash(tx: Tx, key_hash: str) -> tuple[ApiKey, Merchant] | None:
     row = await tx.fetchrow(
         "SELECT k.id, k.merchant_id, k.key_hash, k.prefix, k.last4, k.created_at,"
-        " k.last_used_at, k.revoked_at, m.name, m.email, m.password_hash,"
-        " m.created_at AS merchant_created_at"
+        " k.last_used_at, k.revoked_at, k.name, m.name AS merchant_name, m.email,"
+        " m.password_hash, m.created_at AS merchant_created_at"
         " FROM api_keys k JOIN merchants m ON m.id = k.merchant_id WHERE k.key_hash = ?",
         key_hash,
     )
@@ -86,7 +95,7 @@ async def api_key_by_hash(tx: Tx, key_hash: str) -> tuple[ApiKey, Merchant] | No
         return None
     merchant = Merchant(
         id=row["merchant_id"],
-        name=row["name"],
+        name=row["merchant_name"],
         email=row["email"],
         created_at=row["merchant_created_at"],
         password_hash=row["password_hash"],

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 from fgcpay.domain import ids
 from fgcpay.domain.endpoints import WebhookEndpoint, decode_events, encode_events
-from fgcpay.domain.webhooks import Event, SenderLimits, subscribes
+from fgcpay.domain.webhooks import (
+    DELIVERY_PREFIX,
+    Delivery,
+    DeliveryAttempt,
+    Event,
+    SenderLimits,
+    subscribes,
+)
 
 from ._database import Row, Tx
 from ._paging import newest_first
@@ -138,7 +147,7 @@ async def _queue_deliveries(tx: Tx, event: Event, now_us: int) -> int:
         await tx.execute(
             "INSERT INTO deliveries (id, event_id, endpoint_id, merchant_id, status, attempts,"
             " next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?)",
-            "dlv_" + ids.random_base62(24),
+            DELIVERY_PREFIX + ids.random_base62(24),
             event.id,
             row["id"],
             event.merchant_id,
@@ -384,3 +393,69 @@ async def deliveries_of_event(tx: Tx, event_id: str) -> list[DeliveryView]:
         )  # fmt: skip
         for r in rows
     ]
+
+
+# -- the delivery log -----------------------------------------------------------------------
+
+# The event's type by a correlated subquery rather than a join, so `created_at` and `id`
+# stay the delivery's own for the shared keyset paging.
+_DELIVERY_SELECT = (
+    "SELECT id, merchant_id, event_id, endpoint_id, status, next_attempt_at, created_at,"
+    " (SELECT e.type FROM events e WHERE e.id = deliveries.event_id) AS event_type"
+    " FROM deliveries"
+)
+
+
+async def _with_attempts(tx: Tx, rows: Sequence[Row]) -> list[Delivery]:
+    """The deliveries of `rows`, each with its attempts oldest first (one query for all)."""
+    attempts: dict[str, list[DeliveryAttempt]] = {row["id"]: [] for row in rows}
+    if attempts:
+        found = await tx.fetch(
+            "SELECT delivery_id, attempted_at, response_status, latency_ms, error, response_body"
+            f" FROM delivery_attempts WHERE delivery_id IN ({', '.join('?' for _ in attempts)})"
+            " ORDER BY attempted_at, id",
+            *attempts,
+        )
+        for a in found:
+            attempts[a["delivery_id"]].append(
+                DeliveryAttempt(
+                    at=a["attempted_at"], status_code=a["response_status"],
+                    latency_ms=a["latency_ms"], error=a["error"], response_body=a["response_body"],
+                )  # fmt: skip
+            )
+    return [
+        Delivery(
+            id=r["id"], merchant_id=r["merchant_id"], event_id=r["event_id"],
+            event_type=r["event_type"], endpoint_id=r["endpoint_id"], status=r["status"],
+            next_attempt_at=r["next_attempt_at"], created_at=r["created_at"],
+            attempts=tuple(attempts[r["id"]]),
+        )  # fmt: skip
+        for r in rows
+    ]
+
+
+async def delivery_of(tx: Tx, merchant_id: str, delivery_id: str) -> Delivery | None:
+    row = await tx.fetchrow(
+        f"{_DELIVERY_SELECT} WHERE id = ? AND merchant_id = ?", delivery_id, merchant_id
+    )
+    return None if row is None else (await _with_attempts(tx, [row]))[0]
+
+
+async def deliveries_page(
+    tx: Tx,
+    merchant_id: str,
+    endpoint_id: str | None,
+    event_id: str | None,
+    status: str | None,
+    after: tuple[int, str] | None,
+    limit: int,
+) -> list[Delivery]:
+    """The merchant's deliveries, newest first, matching every filter given."""
+    where: list[str] = ["merchant_id = ?"]
+    args: list[object] = [merchant_id]
+    for column, value in (("endpoint_id", endpoint_id), ("event_id", event_id), ("status", status)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
+    rows = await newest_first(tx, _DELIVERY_SELECT, where, args, after, limit)
+    return await _with_attempts(tx, rows)

@@ -69,6 +69,10 @@ class PgCluster:
             "--encoding=UTF8",
             "--no-sync",
         )
+        self.start_server()
+
+    def start_server(self) -> None:
+        """Start PostgreSQL on the cluster's data (again, after `stop_server`)."""
         # Test clusters trade durability for speed; the service's own durability
         # settings are exercised on SQLite, where they are ours to choose.
         options = (
@@ -87,6 +91,11 @@ class PgCluster:
 
     def psql(self, sql: str, database: str = "postgres") -> None:
         self._run(str(self.bin_dir / "psql"), "-q", "-v", "ON_ERROR_STOP=1", "-d", self.url(database), "-c", sql)
+
+    def stop_server(self) -> None:
+        """Stop PostgreSQL as an outage would, keeping its data (`start_server` resumes)."""
+        pg_ctl = str(self.bin_dir / "pg_ctl")
+        self._run(pg_ctl, "-D", str(self.data_dir), "-m", "immediate", "-w", "stop")
 
     def stop(self) -> None:
         subprocess.run(

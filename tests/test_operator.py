@@ -45,7 +45,7 @@ def test_merchant_create_prints_id_and_key(tmp_path: Path, database_url: str) ->
         [*FGCPAY, "merchant", "create", "--name", "Acme", "--email", "OPS@example.com"],
         cwd=tmp_path, env=_env(tmp_path, database_url), capture_output=True, text=True, timeout=60,
     )
-    assert again.returncode == 1
+    assert again.returncode == 2  # the contract: every command fails with exit status 2
     assert "already exists" in again.stderr
 
 
@@ -55,7 +55,7 @@ def test_merchant_create_rejects_a_bad_email(tmp_path: Path) -> None:
         cwd=tmp_path, env=_env(tmp_path, f"sqlite:///{tmp_path}/db.sqlite3"),
         capture_output=True, text=True, timeout=60,
     )
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "invalid email" in result.stderr
     assert "Traceback" not in result.stderr
 
