@@ -20,10 +20,7 @@ customers and the receiver see must add up:
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,86 +29,16 @@ import httpx
 import trio
 from fgcpay.storage import open_storage
 from hosted import TOKEN
+from processes import LEASE_SECONDS, ServiceProcess
 from receiver import Receiver, start_receiver
 from test_checkout_sessions import valid_body
 
-FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
-LEASE_SECONDS = 20  # the shortest lease the settings allow: a delivery leased by the dead
-# process (rare: only one the kill caught mid-attempt) is sent again soon after the restart
 CREATE_WORKERS = 4
 PAYERS = 3
 SESSIONS_PER_PAYER = 6
 # The kill comes once this much has been answered, with more of each still in flight.
 KILL_AFTER_CREATES = 12
 KILL_AFTER_PAYMENTS = 3
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@attrs.define
-class ServiceProcess:
-    """`fgcpay serve` as an operator runs it, its output kept in a log file."""
-
-    cwd: Path
-    database_url: str
-    port: int = attrs.field(factory=_free_port)
-    process: trio.Process | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def log(self) -> Path:
-        return self.cwd / "serve.log"
-
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FGCPAY_")}
-        env.update(
-            FGCPAY_DATABASE_URL=self.database_url,
-            FGCPAY_WEBHOOK_ALLOW_PRIVATE="1",
-            FGCPAY_WEBHOOK_LEASE_SECONDS=str(LEASE_SECONDS),
-            FGCPAY_WEBHOOK_POLL_SECONDS="0.2",
-            FGCPAY_SHUTDOWN_GRACE_SECONDS="2",
-            FGCPAY_LOG_LEVEL="WARNING",
-            FGCPAY_RATE_LIMIT_PER_SECOND="100000",
-            FGCPAY_RATE_LIMIT_BURST="1000000",
-        )
-        return env
-
-    async def command(self, *args: str) -> dict[str, Any]:
-        done = await trio.run_process(
-            [*FGCPAY, *args], cwd=self.cwd, env=self.env(), capture_stdout=True
-        )
-        return json.loads(done.stdout)  # type: ignore[no-any-return]
-
-    async def start(self) -> None:
-        with self.log.open("ab") as sink:
-            self.process = await trio.lowlevel.open_process(
-                [*FGCPAY, "serve", "--port", str(self.port)],
-                cwd=self.cwd, env=self.env(), stdout=sink, stderr=sink,
-            )  # fmt: skip
-        async with httpx.AsyncClient() as client:
-            with trio.fail_after(30):
-                while True:
-                    assert self.process.poll() is None, self.log.read_text()
-                    try:
-                        if (await client.get(self.url + "/readyz")).status_code == 200:
-                            return
-                    except httpx.TransportError:
-                        pass
-                    # Another process: polling its readiness is the only way to know.
-                    await trio.sleep(0.05)
-
-    async def stop(self, signum: int) -> int:
-        assert self.process is not None
-        self.process.send_signal(signum)
-        with trio.fail_after(15):
-            return await self.process.wait()
 
 
 @attrs.define
@@ -207,7 +134,15 @@ async def test_sigkill_under_load_loses_nothing_and_doubles_nothing(
     tmp_path: Path, database_url: str, nursery: trio.Nursery
 ) -> None:
     receiver = await start_receiver(nursery)
-    service = ServiceProcess(cwd=tmp_path, database_url=database_url)
+    service = ServiceProcess(
+        cwd=tmp_path,
+        database_url=database_url,
+        settings={
+            "WEBHOOK_POLL_SECONDS": "0.2",
+            "RATE_LIMIT_PER_SECOND": "100000",
+            "RATE_LIMIT_BURST": "1000000",
+        },
+    )
     created = await service.command(
         "merchant", "create", "--name", "Crash", "--email", "crash@example.com"
     )

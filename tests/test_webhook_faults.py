@@ -3,78 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
-import sys
 from pathlib import Path
-from typing import Any
 
 import attrs
 import httpx
 import trio
 from conftest import start_server
 from fgcpay.settings import Settings
+from processes import LEASE_SECONDS, ServiceProcess
 from receiver import reserve_port, start_receiver, url_of
-
-FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
-LEASE_SECONDS = 20  # the shortest lease the service accepts (twice the 10 s attempt deadline)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@attrs.define
-class ServiceProcess:
-    """`fgcpay serve` as an operator runs it."""
-
-    cwd: Path
-    database_url: str
-    port: int = attrs.field(factory=_free_port)
-    process: trio.Process | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FGCPAY_")}
-        env.update(
-            FGCPAY_DATABASE_URL=self.database_url,
-            FGCPAY_WEBHOOK_ALLOW_PRIVATE="1",
-            FGCPAY_WEBHOOK_LEASE_SECONDS=str(LEASE_SECONDS),
-            FGCPAY_SHUTDOWN_GRACE_SECONDS="2",
-            FGCPAY_LOG_LEVEL="WARNING",
-        )
-        return env
-
-    async def command(self, *args: str) -> dict[str, Any]:
-        done = await trio.run_process([*FGCPAY, *args], cwd=self.cwd, env=self.env(), capture_stdout=True)
-        return json.loads(done.stdout)  # type: ignore[no-any-return]
-
-    async def start(self) -> None:
-        self.process = await trio.lowlevel.open_process(
-            [*FGCPAY, "serve", "--port", str(self.port)], cwd=self.cwd, env=self.env()
-        )
-        async with httpx.AsyncClient() as client:
-            with trio.fail_after(30):
-                while True:
-                    try:
-                        if (await client.get(self.url + "/readyz")).status_code == 200:
-                            return
-                    except httpx.TransportError:
-                        pass
-                    # Another process: polling its readiness is the only way to know.
-                    await trio.sleep(0.05)
-
-    async def stop(self, signum: int) -> int:
-        assert self.process is not None
-        self.process.send_signal(signum)
-        with trio.fail_after(15):
-            return await self.process.wait()
 
 
 async def _pay(service: ServiceProcess, key: str) -> str:

@@ -1,0 +1,94 @@
+"""`fgcpay serve` as a real process, for the tests that kill, stop or restart it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import trio
+
+FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
+# The shortest lease the settings accept (twice the 10 s attempt deadline): a delivery
+# leased by a killed process is sent again soon after the restart.
+LEASE_SECONDS = 20
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@attrs.define
+class ServiceProcess:
+    """`fgcpay serve` as an operator runs it, its output kept in `log`.
+
+    `settings` are extra `FGCPAY_*` variables (without the prefix) over the defaults here.
+    """
+
+    cwd: Path
+    database_url: str
+    settings: dict[str, str] = attrs.field(factory=dict)
+    port: int = attrs.field(factory=free_port)
+    process: trio.Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.cwd / "serve.log"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FGCPAY_")}
+        chosen = {
+            "DATABASE_URL": self.database_url,
+            "WEBHOOK_ALLOW_PRIVATE": "1",
+            "WEBHOOK_LEASE_SECONDS": str(LEASE_SECONDS),
+            "SHUTDOWN_GRACE_SECONDS": "2",
+            "LOG_LEVEL": "WARNING",
+            **self.settings,
+        }
+        env.update({"FGCPAY_" + name: value for name, value in chosen.items()})
+        return env
+
+    async def command(self, *args: str) -> dict[str, Any]:
+        """Run `fgcpay <args>` on the same database; its one JSON line of output."""
+        done = await trio.run_process(
+            [*FGCPAY, *args], cwd=self.cwd, env=self.env(), capture_stdout=True
+        )
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    async def start(self) -> None:
+        """Start serving and return once `/readyz` answers 200 (30 s at most)."""
+        with self.log.open("ab") as sink:
+            self.process = await trio.lowlevel.open_process(
+                [*FGCPAY, "serve", "--port", str(self.port)],
+                cwd=self.cwd, env=self.env(), stdout=sink, stderr=sink,
+            )  # fmt: skip
+        async with httpx.AsyncClient() as client:
+            with trio.fail_after(30):
+                while True:
+                    assert self.process.poll() is None, self.log.read_text()
+                    try:
+                        if (await client.get(self.url + "/readyz")).status_code == 200:
+                            return
+                    except httpx.TransportError:
+                        pass
+                    # Another process: polling its readiness is the only way to know.
+                    await trio.sleep(0.05)
+
+    async def stop(self, signum: int = signal.SIGTERM) -> int:
+        """Send `signum` and wait (15 s at most) for the exit status."""
+        assert self.process is not None
+        self.process.send_signal(signum)
+        with trio.fail_after(15):
+            return await self.process.wait()
