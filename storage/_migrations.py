@@ -80,6 +80,9 @@ async def pg_apply_migrations(conn: Any, migrations: list[Migration]) -> list[in
     """asyncpg flavour; an advisory lock keeps concurrent starters from racing."""
     applied_now = []
     async with conn.transaction():
+        # The service's per-statement bound is for requests; a migration of a large table
+        # (or waiting for another starter's lock) may take longer.
+        await conn.execute("SET LOCAL statement_timeout = 0")
         await conn.execute("SELECT pg_advisory_xact_lock($1)", PG_LOCK_KEY)
         await conn.execute(CREATE_TABLE)
         rows = await conn.fetch("SELECT version FROM schema_migrations")

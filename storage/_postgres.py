@@ -127,8 +127,14 @@ class PostgresDatabase:
                     # they fall due, each holding the request's context (the whole Quart
                     # request). That was the PostgreSQL memory growth (~15 KiB per create).
                     max_inactive_connection_lifetime=0,
+                    # For the same reason no other per-call asyncio timer is armed (no
+                    # `command_timeout`, no acquire timeout): each call is bounded on trio's
+                    # side instead (`_run_tx`), and a statement past the bound is also
+                    # cancelled by the server itself (`statement_timeout`).
                     timeout=self.timeout_seconds,
-                    command_timeout=self.timeout_seconds,
+                    server_settings={
+                        "statement_timeout": str(int(self.timeout_seconds * 1000)),
+                    },
                 )
             except (OSError, asyncpg.PostgresError) as error:
                 raise StorageError(f"cannot connect to PostgreSQL: {error}") from None
@@ -154,7 +160,7 @@ class PostgresDatabase:
             await pg_apply_migrations(conn, migrations)
 
     async def _in_tx(self, write: bool, fn: RepoFn[..., Any], args: Any, kwargs: Any) -> Any:
-        async with self._pool.acquire(timeout=self.timeout_seconds) as conn:
+        async with self._pool.acquire() as conn:
             if write:
                 async with conn.transaction():
                     return await fn(PgTx(conn), *args, **kwargs)
@@ -171,7 +177,12 @@ class PostgresDatabase:
         if self._pool is None:
             raise StorageError("the database is closed")
         try:
-            return await self._aio(self._in_tx)(write, fn, args, kwargs)
+            with trio.fail_after(self.timeout_seconds):
+                return await self._aio(self._in_tx)(write, fn, args, kwargs)
+        except trio.TooSlowError:
+            raise DatabaseUnavailable(
+                f"PostgreSQL did not answer within {self.timeout_seconds:g} s"
+            ) from None
         except Exception as error:
             if _is_unavailable(error):
                 # The pool replaces the broken connection on a later acquire: recovery
