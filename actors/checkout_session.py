@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 import attrs
+import trio
 from fgcpay.clock import Clock
 from fgcpay.domain import checkout, customers, errors, ids, money
 from fgcpay.domain.checkout import CheckoutRequest, CheckoutSession
@@ -50,8 +51,16 @@ LOCKED = "locked"
 DECLINED = "declined"
 BLOCKED = "blocked"
 
+BUSY = "busy"  # the code's attempts in flight did not settle in time: try again
+
+# A confirm waits this long at most for a code's attempts in flight to settle.
+RESERVE_WAIT_SECONDS = 5.0
+RESERVE_RETRY_SECONDS = 0.01
+
 MESSAGES = {
     WRONG_CREDENTIALS: "The customer code or PIN is not right. Nothing was charged.",
+    BUSY: "This customer code is being checked in another payment. Nothing was charged;"
+    " please try again in a moment.",
     LOCKED: "Too many wrong PINs for this customer code. It is locked for 15 minutes.",
     DECLINED: "Payment declined: insufficient funds. Nothing was charged.",
     BLOCKED: "Payment refused: this customer is blocked. Nothing was charged.",
@@ -128,7 +137,9 @@ class CheckoutSessionActor:
         # code that is locked, or has five attempts counted or in flight, is refused here
         # before any PIN is compared. An unknown code is counted and locked the same way.
         scope = customers.lock_scope(code, session.merchant_id)
-        attempt = await self.storage.reserve_pin_attempt(scope, code, now)
+        attempt = await self._reserve(scope, code)
+        if attempt.busy:
+            return ConfirmResult(BUSY, session)
         if attempt.locked:
             return ConfirmResult(LOCKED, session)
         matched = len(request.pin) <= customers.MAX_PIN_LENGTH and customers.pin_matches(
@@ -162,6 +173,21 @@ class CheckoutSessionActor:
         # Another process moved it on first (paid or expired): storage decided.
         fresh = await self.storage.checkout_session(session.id)
         return ConfirmResult(FINAL, fresh if fresh is not None else session)
+
+    async def _reserve(self, scope: str, code: str) -> customers.PinAttempt:
+        """Reserve a PIN comparison; while the code's five slots are held by attempts in
+        flight (other sessions paying with it right now), wait for them to settle: they
+        decide in milliseconds whether the code locks, and a customer whose turn comes
+        after them must not be told "locked" when nothing was wrong."""
+        delay = RESERVE_RETRY_SECONDS
+        with trio.move_on_after(RESERVE_WAIT_SECONDS):
+            while True:
+                attempt = await self.storage.reserve_pin_attempt(scope, code, self.clock.now_us())
+                if not attempt.busy:
+                    return attempt
+                await trio.sleep(delay)
+                delay = min(delay * 2, 0.2)
+        return attempt
 
     async def _expire(self, session: CheckoutSession) -> CheckoutSession:
         now = self.clock.now_us()

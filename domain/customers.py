@@ -42,12 +42,15 @@ class Customer:
 class PinAttempt:
     """A reserved (or refused) chance to compare one PIN for a customer code.
 
-    `locked`: refused before any PIN is compared (locked, or five attempts already
-    counted or in flight). Otherwise `customer` is the code's customer, None when unknown.
+    `locked`: refused before any PIN is compared: the code is locked, or (`busy`) five
+    attempts are counted or in flight and the ones in flight have not settled yet, so
+    whether the code locks is still being decided. Otherwise `customer` is the code's
+    customer, None when unknown.
     """
 
     locked: bool
     customer: Customer | None = None
+    busy: bool = False
 
 
 def lock_scope(customer_code: str, merchant_id: str) -> str:

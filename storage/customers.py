@@ -86,7 +86,12 @@ async def reserve_attempt(tx: Tx, scope: str, code: str, now_us: int) -> PinAtte
         MAX_FAILURES,
     )
     if not reserved:
-        return PinAttempt(locked=True)
+        until = await tx.fetchval(
+            "SELECT locked_until FROM pin_failures WHERE scope = ? AND customer_code = ?",
+            scope,
+            code,
+        )
+        return PinAttempt(locked=True, busy=until is None or int(until) <= now_us)
     return PinAttempt(locked=False, customer=await by_code(tx, code))
 
 

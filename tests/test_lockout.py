@@ -121,6 +121,19 @@ async def test_two_services_on_one_database_share_the_lock(
         await server.shutdown()
 
 
+async def test_many_right_pins_at_once_all_pay(server: Server) -> None:
+    # A merchant's test suite paying in parallel with TEST-0001: attempts waiting for the
+    # five in flight are decided after them, never told "locked" when nothing was wrong.
+    merchant = await server.merchant()
+    session_ids = await _sessions(merchant, 20)
+    answers = await _confirm_at_once([server], session_ids, "TEST-0001", "1234")
+    assert [answer.status_code for answer in answers] == [303] * 20, [
+        message(answer) for answer in answers if answer.status_code != 303
+    ]
+    for session_id in session_ids:
+        assert await _status(merchant, session_id) == "paid"
+
+
 async def test_an_unknown_code_is_answered_and_counted_like_a_wrong_pin(server: Server) -> None:
     merchant = await server.merchant()
     session_id, = await _sessions(merchant, 1)
