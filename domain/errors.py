@@ -109,17 +109,19 @@ class RateLimited(ServiceError):
 class Unavailable(ServiceError):
     """The service could not answer in time (an actor or the database is busy).
 
-    `retry_after_seconds`, when known, becomes the answer's `Retry-After` header.
+    `retry_after_seconds` becomes the answer's `Retry-After` header: the delay when one is
+    known, else a short one (an ask that lapsed is worth retrying soon).
     """
 
     status = 503
     code = "service_unavailable"
+    DEFAULT_RETRY_AFTER_SECONDS = 2
 
     def __init__(
         self, message: str, details: Any = None, *, retry_after_seconds: int | None = None
     ) -> None:
         super().__init__(message, details)
-        self.retry_after_seconds = retry_after_seconds
+        self.retry_after_seconds = retry_after_seconds or self.DEFAULT_RETRY_AFTER_SECONDS
 
 
 class InternalError(ServiceError):

@@ -61,7 +61,7 @@ async def _unavailable(error: Exception) -> Response:
     shortly, in HTML with 503 and `Retry-After`; the status poll gets the same as JSON."""
     busy = database_unavailable(error) if isinstance(error, DatabaseUnavailable) else error
     assert isinstance(busy, errors.Unavailable)
-    seconds = str(busy.retry_after_seconds or views.RETRY_AFTER_SECONDS)
+    seconds = str(busy.retry_after_seconds)
     if request.path.endswith("/status"):
         body = {"code": busy.code, "message": busy.message, "details": None}
         headers = {**security.page_headers(), "Retry-After": seconds}
@@ -140,7 +140,7 @@ async def _confirm_unanswered(
         return await _render("checkout.html", context, 200, nonce=nonce, success_url=back_to)
     context = await _context(current, views.TRY_AGAIN, customer_code)
     response = await _render("checkout.html", context, 503, nonce=nonce, success_url=back_to)
-    response.headers["Retry-After"] = str(busy.retry_after_seconds or views.RETRY_AFTER_SECONDS)
+    response.headers["Retry-After"] = str(busy.retry_after_seconds)
     return response
 
 

@@ -15,7 +15,6 @@ TRY_AGAIN = (
     "We could not confirm your payment just now. Please try again in a moment;"
     " you will never be charged twice."
 )
-RETRY_AFTER_SECONDS = 2
 
 
 def display_status(session: checkout.CheckoutSession, now_us: int) -> str:

@@ -21,8 +21,6 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 JSON_TYPE = "application/json"
-# Retry-After on a 503 that knows no better (an actor's ask lapsed): worth a retry soon.
-DEFAULT_RETRY_AFTER_SECONDS = 2
 
 # Werkzeug's HTTP errors, raised by routing and body reading, in the contract's words.
 _HTTP_ERRORS: dict[int, tuple[str, str]] = {
@@ -65,8 +63,7 @@ def api_error_response(error: errors.ServiceError) -> Response:
     if isinstance(error, errors.RateLimited):
         response.headers["Retry-After"] = str(error.retry_after_seconds)
     if isinstance(error, errors.Unavailable):
-        seconds = error.retry_after_seconds or DEFAULT_RETRY_AFTER_SECONDS
-        response.headers["Retry-After"] = str(seconds)
+        response.headers["Retry-After"] = str(error.retry_after_seconds)
     return response
 
 
