@@ -97,7 +97,10 @@ async def _database(settings: Settings) -> AsyncIterator[Storage]:
 
     opened = False
     try:
-        async with open_storage(settings.database_url, 2) as storage:
+        # A command is one caller: the smallest pool (writer, listener, one reader).
+        async with open_storage(
+            settings.database_url, 3, settings.db_timeout_seconds
+        ) as storage:
             opened = True
             yield storage
     except Exception as error:

@@ -204,7 +204,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         shutdown_grace_seconds=_float(env, "SHUTDOWN_GRACE_SECONDS", 10.0, 0.0),
         actor_idle_seconds=_float(env, "ACTOR_IDLE_SECONDS", 60.0, 0.001),
         actor_ask_timeout_seconds=_float(env, "ACTOR_ASK_TIMEOUT_SECONDS", 10.0, 0.001),
-        db_pool_size=_int(env, "DB_POOL_SIZE", 10, 1, 1000),
+        db_pool_size=_int(env, "DB_POOL_SIZE", 10, 3, 1000),
         db_timeout_seconds=_float(env, "DB_TIMEOUT_SECONDS", 5.0, 0.1),
         log_level=_log_level(env),
     )

@@ -1,15 +1,15 @@
 """The database seam: one `Tx` interface that repository code is written against, and the
 `Database` that runs a repository function as a read or as one write transaction.
 
-Repository functions are `async def fn(tx, *args)` that await nothing but `tx`. On
-PostgreSQL they run as real coroutines under asyncpg; on SQLite the same coroutine is
-driven to completion synchronously inside the writer thread (it never suspends), which
-is what lets that backend commit many callers' transactions together.
+Repository functions are plain synchronous `def fn(tx, *args)`: the database is driven
+one way on both backends. `Database.read` and `Database.write` run them on threads that
+own the connections, never on the trio thread, and writes are committed in groups (one
+transaction per group, a savepoint per caller), so one fsync serves many callers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -25,18 +25,18 @@ class Tx(Protocol):
 
     dialect: str  # "sqlite" or "postgresql"
 
-    async def fetch(self, sql: str, *args: Any) -> Sequence[Row]: ...
+    def fetch(self, sql: str, *args: Any) -> Sequence[Row]: ...
 
-    async def fetchrow(self, sql: str, *args: Any) -> Row | None: ...
+    def fetchrow(self, sql: str, *args: Any) -> Row | None: ...
 
-    async def fetchval(self, sql: str, *args: Any) -> Any: ...
+    def fetchval(self, sql: str, *args: Any) -> Any: ...
 
-    async def execute(self, sql: str, *args: Any) -> int:
+    def execute(self, sql: str, *args: Any) -> int:
         """Run a statement; return the number of rows it changed."""
         ...
 
 
-RepoFn = Callable[Concatenate[Tx, P], Coroutine[Any, Any, T]]
+RepoFn = Callable[Concatenate[Tx, P], T]
 
 
 class Database(Protocol):
@@ -70,14 +70,6 @@ class DatabaseUnavailable(StorageError):
     retry_after_seconds = 5
 
 
-def drive_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine that never suspends to completion, synchronously."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    coro.close()
-    raise RuntimeError("a repository function awaited something other than its transaction")
-
-
-AwaitableFactory = Callable[[], Awaitable[T]]
+def select_one(tx: Tx) -> Any:
+    """The query a liveness check runs."""
+    return tx.fetchval("SELECT 1")

@@ -76,26 +76,26 @@ def sqlite_apply_migrations(conn: sqlite3.Connection, migrations: list[Migration
     return applied_now
 
 
-async def pg_apply_migrations(conn: Any, migrations: list[Migration]) -> list[int]:
-    """asyncpg flavour; an advisory lock keeps concurrent starters from racing."""
+def pg_apply_migrations(conn: Any, migrations: list[Migration]) -> list[int]:
+    """Apply what is missing in one transaction on a psycopg connection (autocommit
+    mode); an advisory lock keeps processes that start together from racing."""
     applied_now = []
-    async with conn.transaction():
+    with conn.transaction():
         # The service's per-statement bound is for requests; a migration of a large table
         # (or waiting for another starter's lock) may take longer.
-        await conn.execute("SET LOCAL statement_timeout = 0")
-        await conn.execute("SELECT pg_advisory_xact_lock($1)", PG_LOCK_KEY)
-        await conn.execute(CREATE_TABLE)
-        rows = await conn.fetch("SELECT version FROM schema_migrations")
-        done = {row["version"] for row in rows}
+        conn.execute("SET LOCAL statement_timeout = 0")
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (PG_LOCK_KEY,))
+        conn.execute(CREATE_TABLE)
+        done = {row["version"] for row in conn.execute("SELECT version FROM schema_migrations")}
         for migration in migrations:
             if migration.version in done:
                 continue
-            await conn.execute(migration.sql)
-            await conn.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
-                migration.version,
-                migration.name,
-                _now_us(),
+            # No parameters: sent as one simple query, so a migration may hold several
+            # statements (and `%` needs no escaping).
+            conn.execute(migration.sql.encode())
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
+                (migration.version, migration.name, _now_us()),
             )
             applied_now.append(migration.version)
     return applied_now

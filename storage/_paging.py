@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ._database import Row, Tx
 
 
-async def newest_first(
+def newest_first(
     tx: Tx,
     select: str,
     where: list[str],
@@ -24,7 +24,7 @@ async def newest_first(
     if after is not None:
         where = [*where, "(created_at, id) < (?, ?)"]
         args = [*args, after[0], after[1]]
-    return await tx.fetch(
+    return tx.fetch(
         f"{select} WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT ?",
         *args,
         limit,

@@ -1,201 +1,281 @@
-"""PostgreSQL backend: asyncpg, run on trio through trio-asyncio.
+"""PostgreSQL backend: psycopg 3 (its C build) on worker threads, writes committed in groups.
 
-Each read or write crosses into asyncio once: the whole repository function runs there
-on a pooled connection, inside one transaction for a write.
+The database is driven the way the SQLite backend drives it: repository functions are
+plain synchronous code run on a thread that owns a connection, so nothing crosses into
+another event loop and nothing blocks the trio thread.
+
+- Writes queue to one writer thread per process (`GroupWriter`): it runs whatever is
+  queued as one transaction, each caller in a savepoint of its own (one caller's error
+  rolls back only that caller's work), and commits once. One WAL flush serves the group.
+- Reads run on pooled connections in autocommit mode; each read is one statement or a
+  few statements that need no common snapshot.
+- LISTEN runs on a connection and a thread of its own, and reconnects after a restart.
+
+`FGCPAY_DB_POOL_SIZE` bounds every connection a process opens: the writer's, the
+listener's and the readers' (the rest). Every connection carries `statement_timeout`, so
+a statement past the bound is cancelled by the server itself, and `application_name`
+`fgcpay/<pid>`, so an operator sees in pg_stat_activity which process holds what.
+
+Measured against asyncpg through trio-asyncio before it was replaced (docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import os
 import re
+import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
-import asyncpg
+import psycopg
 import trio
-import trio_asyncio
 from fgcpay.logs import log_event
+from psycopg.rows import dict_row
 
-from ._database import DatabaseUnavailable, RepoFn, Row, StorageError
+from ._database import DatabaseUnavailable, RepoFn, Row, StorageError, select_one
 from ._migrations import Migration, pg_apply_migrations
+from ._threads import Connections, GroupWriter, WriteJob
+
+MIN_POOL_SIZE = 3
+"""The writer, the listener and at least one reader."""
+
+_RETRIES = 3
+"""Times a caller's transaction is run again after a deadlock or serialization failure."""
 
 _PLACEHOLDER = re.compile(r"\?")
 
 
 @lru_cache(maxsize=1024)
 def to_pg(sql: str) -> str:
-    """`?` placeholders to asyncpg's `$1, $2, ...` (our SQL has no `?` in literals)."""
-    counter = iter(range(1, 10_000))
-    return _PLACEHOLDER.sub(lambda _: f"${next(counter)}", sql)
+    """`?` placeholders to psycopg's `%s` (our SQL has no `?` in literals; a literal `%`
+    is doubled)."""
+    return _PLACEHOLDER.sub("%s", sql.replace("%", "%%"))
 
 
-async def _keep_session(conn: Any) -> None:
-    """Pooled connections carry no session state to reset (no LISTEN, session settings or
-    session-level locks: LISTEN has a connection of its own, migrations lock per
-    transaction), so asyncpg's reset round trips on every release are skipped."""
-
-
-# Driver errors that mean the database is unreachable or refusing work for now, not that
-# the statement was wrong: connection refused, lost or timed out (OSError covers
-# TimeoutError), class 08 (connection), 53 (insufficient resources), 57 (operator
-# intervention: shutdown, cannot connect now, statement timeout) and a read-only server.
-_UNAVAILABLE: tuple[type[BaseException], ...] = (
-    OSError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.InsufficientResourcesError,
-    asyncpg.OperatorInterventionError,
-    asyncpg.ReadOnlySQLTransactionError,
-)
+# SQLSTATE classes that mean the database is unreachable or refusing work for now, not
+# that the statement was wrong: 08 connection, 53 insufficient resources, 57 operator
+# intervention (shutdown, cannot connect now, statement timeout), and a read-only server.
+_UNAVAILABLE_CLASSES = ("08", "53", "57")
+_READ_ONLY = "25006"
+# Deadlock and serialization failure: the transaction may simply be run again.
+_RETRYABLE = frozenset({"40P01", "40001"})
 
 
 def _is_unavailable(error: BaseException) -> bool:
-    if isinstance(error, _UNAVAILABLE):
+    if isinstance(error, OSError | psycopg.OperationalError | psycopg.InterfaceError):
         return True
-    # asyncpg says "connection is closed" / "pool is closing" as a bare InterfaceError.
-    return isinstance(error, asyncpg.InterfaceError) and "clos" in str(error)
+    state = getattr(error, "sqlstate", None) or ""
+    return state.startswith(_UNAVAILABLE_CLASSES) or state == _READ_ONLY
 
 
-def _log_asyncio_error(loop: Any, context: dict[str, Any]) -> None:
-    error = context.get("exception")
-    log_event(
-        "asyncio error in the PostgreSQL driver",
-        logging.WARNING,
-        detail=str(context.get("message", ""))[:200],
-        error_type=type(error).__name__ if error else None,
-        error=str(error)[:200] if error else None,
-    )
+def _unavailable(error: BaseException) -> DatabaseUnavailable:
+    return DatabaseUnavailable(f"PostgreSQL is unavailable: {type(error).__name__}")
+
+
+def _is_broken(conn: psycopg.Connection[Any]) -> bool:
+    return conn.closed or conn.broken
+
+
+def _close(conn: psycopg.Connection[Any]) -> None:
+    conn.close()
 
 
 class PgTx:
     dialect = "postgresql"
 
-    def __init__(self, conn: Any) -> None:
-        self._conn = conn
+    def __init__(self, cur: psycopg.Cursor[Any]) -> None:
+        self._cur = cur
 
-    async def fetch(self, sql: str, *args: Any) -> Sequence[Row]:
-        rows: Sequence[Row] = await self._conn.fetch(to_pg(sql), *args)
-        return rows
+    def fetch(self, sql: str, *args: Any) -> Sequence[Row]:
+        return self._cur.execute(to_pg(sql), args).fetchall()
 
-    async def fetchrow(self, sql: str, *args: Any) -> Row | None:
-        row: Row | None = await self._conn.fetchrow(to_pg(sql), *args)
+    def fetchrow(self, sql: str, *args: Any) -> Row | None:
+        row: Row | None = self._cur.execute(to_pg(sql), args).fetchone()
         return row
 
-    async def fetchval(self, sql: str, *args: Any) -> Any:
-        return await self._conn.fetchval(to_pg(sql), *args)
+    def fetchval(self, sql: str, *args: Any) -> Any:
+        row = self._cur.execute(to_pg(sql), args).fetchone()
+        return None if row is None else next(iter(row.values()))
 
-    async def execute(self, sql: str, *args: Any) -> int:
-        status: str = await self._conn.execute(to_pg(sql), *args)
-        tail = status.rsplit(" ", 1)[-1]
-        return int(tail) if tail.isdigit() else 0
+    def execute(self, sql: str, *args: Any) -> int:
+        return max(self._cur.execute(to_pg(sql), args).rowcount, 0)
 
 
 class PostgresDatabase:
-    """Open with `run` inside a nursery (it holds the trio-asyncio loop and the pool)."""
+    """Open with `start` (on a thread: it blocks), close with `stop`."""
 
     dialect = "postgresql"
 
     def __init__(self, url: str, pool_size: int, timeout_seconds: float = 5.0) -> None:
+        if pool_size < MIN_POOL_SIZE:
+            raise StorageError(f"the PostgreSQL pool needs at least {MIN_POOL_SIZE} connections")
         self.url = url
         self.pool_size = pool_size
         # Bounds connecting, waiting for a pooled connection and each statement, so a
         # database that is down or hung is answered 503 in seconds, never a hang.
         self.timeout_seconds = timeout_seconds
-        self._loop: Any = None
-        self._pool: Any = None
+        self._readers = Connections(pool_size - 2, self._connect, _close)
+        self._writer = GroupWriter("fgcpay-pg-writer", self._commit_group)
+        self._writer_conn: psycopg.Connection[Any] | None = None
+        # The listener's thread is its own: it never takes a reader's place.
+        self._listen_limiter = trio.CapacityLimiter(1)
 
-    async def run(
-        self,
-        migrations: list[Migration],
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        async with trio_asyncio.open_loop() as loop:
-            self._loop = loop
-            # trio-asyncio's default handler turns any stray asyncio error (such as a
-            # pooled connection dropped while idle) into a crash of the whole service.
-            # asyncpg already recovers from those: log them instead.
-            loop.set_exception_handler(_log_asyncio_error)
-            try:
-                self._pool = await self._aio(asyncpg.create_pool)(
-                    self.url,
-                    min_size=1,
-                    max_size=self.pool_size,
-                    reset=_keep_session,
-                    # asyncpg arms a 300 s idle timer on every release and cancels it on
-                    # the next acquire; trio-asyncio's loop keeps cancelled timers until
-                    # they fall due, each holding the request's context (the whole Quart
-                    # request). That was the PostgreSQL memory growth (~15 KiB per create).
-                    max_inactive_connection_lifetime=0,
-                    # For the same reason no other per-call asyncio timer is armed (no
-                    # `command_timeout`, no acquire timeout): each call is bounded on trio's
-                    # side instead (`_run_tx`), and a statement past the bound is also
-                    # cancelled by the server itself (`statement_timeout`).
-                    timeout=self.timeout_seconds,
-                    server_settings={
-                        "statement_timeout": str(int(self.timeout_seconds * 1000)),
-                    },
-                )
-            except (OSError, asyncpg.PostgresError) as error:
-                raise StorageError(f"cannot connect to PostgreSQL: {error}") from None
-            try:
-                await self._aio(self._migrate)(migrations)
-                task_status.started()
-                await trio.sleep_forever()
-            finally:
-                pool, self._pool = self._pool, None
-                with trio.CancelScope(shield=True):
-                    with trio.move_on_after(5) as closing:
-                        await self._aio(pool.close)()
-                    if closing.cancelled_caught:
-                        # Connections still busy after the grace period: cut them, so
-                        # the loop closes with nothing left in flight.
-                        pool.terminate()
+    @property
+    def commits(self) -> int:
+        """Groups committed; read by the benchmark."""
+        return self._writer.groups
 
-    def _aio(self, fn: Any) -> Any:
-        return trio_asyncio.aio_as_trio(fn, loop=self._loop)
+    def _connect(self) -> psycopg.Connection[Any]:
+        timeout_ms = int(self.timeout_seconds * 1000)
+        try:
+            return psycopg.connect(
+                self.url,
+                autocommit=True,
+                row_factory=dict_row,
+                connect_timeout=max(1, math.ceil(self.timeout_seconds)),
+                application_name=f"fgcpay/{os.getpid()}",
+                options=f"-c statement_timeout={timeout_ms}",
+                # A server that vanished without closing the socket (a crashed host, a
+                # dropped network) is noticed in seconds, not after the kernel's minutes.
+                tcp_user_timeout=timeout_ms,
+                keepalives=1,
+                keepalives_idle=max(1, math.ceil(self.timeout_seconds)),
+                keepalives_interval=1,
+                keepalives_count=3,
+            )
+        except psycopg.Error as error:
+            raise _unavailable(error) from error
 
-    async def _migrate(self, migrations: list[Migration]) -> None:
-        async with self._pool.acquire() as conn:
-            await pg_apply_migrations(conn, migrations)
+    # -- lifetime -------------------------------------------------------------------
 
-    async def _in_tx(self, write: bool, fn: RepoFn[..., Any], args: Any, kwargs: Any) -> Any:
-        async with self._pool.acquire() as conn:
-            if write:
-                async with conn.transaction():
-                    return await fn(PgTx(conn), *args, **kwargs)
-            # Reads are single statements: each sees one consistent snapshot by itself.
-            return await fn(PgTx(conn), *args, **kwargs)
+    async def stop(self) -> None:
+        """Commit the queued writes, then close every connection."""
+        await self._writer.stop()
+        self._readers.close_all()
+        if self._writer_conn is not None:
+            self._writer_conn.close()
+            self._writer_conn = None
+
+    def start(self, migrations: list[Migration]) -> None:
+        """Connect, apply what migrations are missing and start the writer (blocking)."""
+        try:
+            self._writer_conn = self._connect()
+        except DatabaseUnavailable as error:
+            raise StorageError(f"cannot connect to PostgreSQL: {error.__cause__}") from None
+        try:
+            pg_apply_migrations(self._writer_conn, migrations)
+        except psycopg.Error as error:
+            self._writer_conn.close()
+            raise StorageError(f"PostgreSQL migrations failed: {error}") from None
+        self._writer.start()
+
+    # -- Database -------------------------------------------------------------------
 
     async def read(self, fn: RepoFn[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return await self._run_tx(False, fn, args, kwargs)
+        def work(conn: psycopg.Connection[Any]) -> Any:
+            with conn.cursor() as cur:
+                try:
+                    return fn(PgTx(cur), *args, **kwargs)
+                except psycopg.Error as error:
+                    if _is_unavailable(error):
+                        raise _unavailable(error) from error
+                    raise
 
-    async def write(self, fn: RepoFn[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return await self._run_tx(True, fn, args, kwargs)
-
-    async def _run_tx(self, write: bool, fn: RepoFn[..., Any], args: Any, kwargs: Any) -> Any:
-        if self._pool is None:
-            raise StorageError("the database is closed")
         try:
+            # Bounds the wait for a free connection; a statement is bounded by the server.
             with trio.fail_after(self.timeout_seconds):
-                return await self._aio(self._in_tx)(write, fn, args, kwargs)
+                return await self._readers.run(work, _is_broken)
         except trio.TooSlowError:
             raise DatabaseUnavailable(
                 f"PostgreSQL did not answer within {self.timeout_seconds:g} s"
             ) from None
-        except Exception as error:
-            if _is_unavailable(error):
-                # The pool replaces the broken connection on a later acquire: recovery
-                # needs no restart.
-                name = type(error).__name__
-                raise DatabaseUnavailable(f"PostgreSQL is unavailable: {name}") from error
-            raise
+
+    async def write(self, fn: RepoFn[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await self._writer.submit(fn, args, kwargs)
 
     async def ping(self) -> None:
-        async def one(tx: Any) -> Any:
-            return await tx.fetchval("SELECT 1")
+        await self.read(select_one)
 
-        await self.read(one)
+    # -- the writer thread ----------------------------------------------------------
+
+    def _commit_group(self, batch: list[WriteJob]) -> None:
+        conn = self._writer_conn
+        if conn is None or _is_broken(conn):
+            # Lost with the database (a restart): a fresh one, or every caller hears 503.
+            self._writer_conn = None
+            conn = self._writer_conn = self._connect()
+        retry: list[WriteJob] = []
+        try:
+            with conn.cursor() as cur, conn.transaction():
+                tx = PgTx(cur)
+                if len(batch) == 1:
+                    # Alone in its group: its error may roll back the whole transaction,
+                    # so no savepoint (two round trips) is needed.
+                    batch[0].result = batch[0].fn(tx, *batch[0].args, **batch[0].kwargs)
+                else:
+                    for job in batch:
+                        self._run_in_savepoint(conn, tx, job, retry)
+        except psycopg.Error as error:
+            self._fail_group(batch, retry, error)
+            if _is_broken(conn):
+                conn.close()
+                self._writer_conn = None
+                return
+            if len(batch) == 1 and getattr(error, "sqlstate", None) in _RETRYABLE:
+                retry = list(batch)
+            else:
+                return
+        except BaseException as error:  # a lone job's own error: handed to its caller
+            batch[0].error, batch[0].result = error, None
+            return
+        for job in retry:
+            self._run_alone(conn, job)
+
+    @staticmethod
+    def _run_in_savepoint(
+        conn: psycopg.Connection[Any], tx: PgTx, job: WriteJob, retry: list[WriteJob]
+    ) -> None:
+        try:
+            with conn.transaction():  # SAVEPOINT; RELEASE, or ROLLBACK TO on error
+                job.result = job.fn(tx, *job.args, **job.kwargs)
+        except psycopg.Error as error:
+            if _is_broken(conn):
+                raise  # the connection is gone: the whole group fails
+            if error.sqlstate in _RETRYABLE:
+                retry.append(job)  # run again alone once the group has committed
+            else:
+                job.error = _unavailable(error) if _is_unavailable(error) else error
+        except BaseException as error:  # handed to the caller, never swallowed
+            job.error = error
+
+    @staticmethod
+    def _fail_group(batch: list[WriteJob], retry: list[WriteJob], error: psycopg.Error) -> None:
+        # Nothing of the group committed: every caller hears why.
+        failure: BaseException = _unavailable(error) if _is_unavailable(error) else error
+        for job in batch:
+            if job.error is None or job in retry:
+                job.error, job.result = failure, None
+
+    def _run_alone(self, conn: psycopg.Connection[Any], job: WriteJob) -> None:
+        job.error = job.result = None
+        for attempt in range(_RETRIES):
+            try:
+                with conn.cursor() as cur, conn.transaction():
+                    job.result = job.fn(PgTx(cur), *job.args, **job.kwargs)
+                return
+            except psycopg.Error as error:
+                if error.sqlstate in _RETRYABLE and attempt + 1 < _RETRIES and not _is_broken(conn):
+                    continue
+                job.error = _unavailable(error) if _is_unavailable(error) else error
+                return
+            except BaseException as error:
+                job.error = error
+                return
+
+    # -- LISTEN ---------------------------------------------------------------------
 
     async def listen(
         self,
@@ -204,29 +284,59 @@ class PostgresDatabase:
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """LISTEN on `channel` on a connection of its own, calling `on_payload` for each
-        NOTIFY; reconnects (with backoff) when the connection drops."""
+        """LISTEN on `channel` on a connection of its own, calling `on_payload` (on the
+        trio thread) for each NOTIFY; reconnects, with backoff, when the connection drops."""
+        token = trio.lowlevel.current_trio_token()
         started = False
         delay = 0.5
         while True:
-            lost = trio.Event()
-            conn = None
+            stop = threading.Event()
             try:
-                conn = await self._aio(asyncpg.connect)(self.url, timeout=self.timeout_seconds)
-                conn.add_termination_listener(lambda _conn, lost=lost: lost.set())
-                await self._aio(conn.add_listener)(
-                    channel, lambda _conn, _pid, _channel, payload: on_payload(payload)
+                conn = await trio.to_thread.run_sync(
+                    self._listening, channel, limiter=self._listen_limiter
                 )
+            except DatabaseUnavailable as error:
+                log_event("status listener cannot connect", logging.WARNING, error=str(error))
+            else:
                 delay = 0.5
                 if not started:
                     started = True
                     task_status.started()
-                await lost.wait()
+                try:
+                    await trio.to_thread.run_sync(
+                        self._pump,
+                        conn,
+                        lambda payload: token.run_sync_soon(on_payload, payload),
+                        stop,
+                        abandon_on_cancel=True,
+                        limiter=self._listen_limiter,
+                    )
+                finally:
+                    stop.set()  # the thread closes the connection within a poll
                 log_event("status listener lost its connection", logging.WARNING)
-            except Exception as error:  # any driver failure: reconnect, never take the service down
-                log_event("status listener cannot connect", logging.WARNING, error=type(error).__name__)
-            finally:
-                if conn is not None and not conn.is_closed():
-                    conn.terminate()
             await trio.sleep(delay)
             delay = min(delay * 2, 10.0)
+
+    def _listening(self, channel: str) -> psycopg.Connection[Any]:
+        conn = self._connect()
+        try:
+            conn.execute(f"LISTEN {channel}")
+        except psycopg.Error as error:
+            conn.close()
+            raise _unavailable(error) from error
+        return conn
+
+    @staticmethod
+    def _pump(
+        conn: psycopg.Connection[Any], deliver: Callable[[str], None], stop: threading.Event
+    ) -> None:
+        """Hand each notification to `deliver` until `stop` is set or the connection
+        drops; the stop flag is looked at every half second."""
+        try:
+            while not stop.is_set():
+                for notify in conn.notifies(timeout=0.5):
+                    deliver(notify.payload)
+        except (psycopg.Error, trio.RunFinishedError):
+            pass
+        finally:
+            conn.close()

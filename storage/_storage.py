@@ -256,22 +256,19 @@ async def open_storage(
 
     `timeout_seconds` bounds each wait on the database (connect, pool, statement, lock).
 
-    Closing waits for queued writes to commit (SQLite) or closes the pool (PostgreSQL).
+    Closing commits the queued writes, then closes every connection.
     """
     migrations = load_migrations()
+    db: PostgresDatabase | SqliteDatabase
     if database_url.startswith(("postgresql://", "postgres://")):
-        pg = PostgresDatabase(database_url, pool_size, timeout_seconds)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(pg.run, migrations)
-            try:
-                yield Storage(pg)
-            finally:
-                nursery.cancel_scope.cancel()
-        return
-    sqlite = SqliteDatabase(sqlite_path(database_url), timeout_seconds)
-    await trio.to_thread.run_sync(sqlite.start, migrations)
+        db = PostgresDatabase(database_url, pool_size, timeout_seconds)
+    else:
+        db = SqliteDatabase(sqlite_path(database_url), timeout_seconds)
+    await trio.to_thread.run_sync(db.start, migrations)
     try:
-        yield Storage(sqlite)
+        yield Storage(db)
     finally:
+        # Shielded: the writes the service makes while it stops (leases handed back)
+        # commit before the connections close.
         with trio.CancelScope(shield=True):
-            await sqlite.stop()
+            await db.stop()

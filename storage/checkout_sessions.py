@@ -41,10 +41,10 @@ def from_row(row: Row) -> CheckoutSession:
     )
 
 
-async def insert(tx: Tx, session: CheckoutSession, completion: Completion | None) -> None:
+def insert(tx: Tx, session: CheckoutSession, completion: Completion | None) -> None:
     """Insert a new session and, in the same transaction, its idempotency answer."""
     s = session
-    await tx.execute(
+    tx.execute(
         f"INSERT INTO checkout_sessions ({COLUMNS})"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         s.id, s.merchant_id, s.status, s.version, s.amount_minor, s.currency, s.eur_cents,
@@ -52,16 +52,16 @@ async def insert(tx: Tx, session: CheckoutSession, completion: Completion | None
         s.external_reference, s.metadata_json, s.created_at, s.updated_at, s.expires_at, s.paid_at,
     )  # fmt: skip
     if completion is not None:
-        await idempotency.complete(tx, completion)
+        idempotency.complete(tx, completion)
 
 
-async def by_id(tx: Tx, session_id: str) -> CheckoutSession | None:
-    row = await tx.fetchrow(f"SELECT {COLUMNS} FROM checkout_sessions WHERE id = ?", session_id)
+def by_id(tx: Tx, session_id: str) -> CheckoutSession | None:
+    row = tx.fetchrow(f"SELECT {COLUMNS} FROM checkout_sessions WHERE id = ?", session_id)
     return None if row is None else from_row(row)
 
 
-async def of_merchant(tx: Tx, merchant_id: str, session_id: str) -> CheckoutSession | None:
-    row = await tx.fetchrow(
+def of_merchant(tx: Tx, merchant_id: str, session_id: str) -> CheckoutSession | None:
+    row = tx.fetchrow(
         f"SELECT {COLUMNS} FROM checkout_sessions WHERE id = ? AND merchant_id = ?",
         session_id,
         merchant_id,
@@ -69,7 +69,7 @@ async def of_merchant(tx: Tx, merchant_id: str, session_id: str) -> CheckoutSess
     return None if row is None else from_row(row)
 
 
-async def page(
+def page(
     tx: Tx,
     merchant_id: str,
     status: str | None,
@@ -81,14 +81,14 @@ async def page(
     if status is not None:
         where.append("status = ?")
         args.append(status)
-    rows = await newest_first(
+    rows = newest_first(
         tx, f"SELECT {COLUMNS} FROM checkout_sessions", where, list(args), after, limit
     )
     return [from_row(row) for row in rows]
 
 
-async def due_for_expiry(tx: Tx, now_us: int, limit: int) -> list[str]:
-    rows = await tx.fetch(
+def due_for_expiry(tx: Tx, now_us: int, limit: int) -> list[str]:
+    rows = tx.fetch(
         "SELECT id FROM checkout_sessions WHERE status = 'created' AND expires_at <= ?"
         " ORDER BY expires_at LIMIT ?",
         now_us,
@@ -97,17 +97,17 @@ async def due_for_expiry(tx: Tx, now_us: int, limit: int) -> list[str]:
     return [row["id"] for row in rows]
 
 
-async def next_expiry(tx: Tx) -> int | None:
-    value = await tx.fetchval(
+def next_expiry(tx: Tx) -> int | None:
+    value = tx.fetchval(
         "SELECT MIN(expires_at) FROM checkout_sessions WHERE status = 'created'"
     )
     return None if value is None else int(value)
 
 
-async def mark_expired(tx: Tx, session: CheckoutSession, now_us: int, event: Event) -> bool:
+def mark_expired(tx: Tx, session: CheckoutSession, now_us: int, event: Event) -> bool:
     """Compare-and-set `created` -> `expired` and record its event with the deliveries;
     False (nothing written) when the row moved on meanwhile."""
-    changed = await tx.execute(
+    changed = tx.execute(
         "UPDATE checkout_sessions SET status = 'expired', version = version + 1, updated_at = ?"
         " WHERE id = ? AND status = 'created' AND version = ? AND expires_at <= ?",
         now_us,
@@ -116,21 +116,21 @@ async def mark_expired(tx: Tx, session: CheckoutSession, now_us: int, event: Eve
         now_us,
     )
     if changed == 1:
-        await webhooks.record_event(tx, event)
-        await notify_status(tx, session.id, "expired")
+        webhooks.record_event(tx, event)
+        notify_status(tx, session.id, "expired")
     return changed == 1
 
 
 STATUS_CHANNEL = "fgcpay_status"
 
 
-async def notify_status(tx: Tx, resource_id: str, status: str) -> None:
+def notify_status(tx: Tx, resource_id: str, status: str) -> None:
     """PostgreSQL: tell every process's live-status subscribers, on commit."""
     if tx.dialect == "postgresql":
-        await tx.execute(f"SELECT pg_notify('{STATUS_CHANNEL}', ?)", f"{resource_id}:{status}")
+        tx.execute(f"SELECT pg_notify('{STATUS_CHANNEL}', ?)", f"{resource_id}:{status}")
 
 
-async def pay(
+def pay(
     tx: Tx, session: CheckoutSession, payment: Transaction, now_us: int, event: Event
 ) -> bool:
     """Compare-and-set `created` -> `paid`, and with it the test transaction, the event and
@@ -138,7 +138,7 @@ async def pay(
 
     False (and nothing written) when the session moved on or expired meanwhile.
     """
-    changed = await tx.execute(
+    changed = tx.execute(
         "UPDATE checkout_sessions SET status = 'paid', version = version + 1, updated_at = ?,"
         " paid_at = ? WHERE id = ? AND status = 'created' AND version = ? AND expires_at > ?",
         now_us,
@@ -149,7 +149,7 @@ async def pay(
     )
     if changed != 1:
         return False
-    await transactions.insert(tx, payment)
-    await webhooks.record_event(tx, event)
-    await notify_status(tx, session.id, "paid")
+    transactions.insert(tx, payment)
+    webhooks.record_event(tx, event)
+    notify_status(tx, session.id, "paid")
     return True

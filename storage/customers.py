@@ -13,10 +13,10 @@ from fgcpay.domain.customers import (
 from ._database import Tx
 
 
-async def set_pin_hmacs(tx: Tx, hmacs: list[tuple[str, str]]) -> None:
+def set_pin_hmacs(tx: Tx, hmacs: list[tuple[str, str]]) -> None:
     """Store each test customer's PIN HMAC under the current secret (idempotent)."""
     for code, digest in hmacs:
-        await tx.execute(
+        tx.execute(
             "UPDATE test_customers SET pin_hmac = ?"
             " WHERE customer_code = ? AND (pin_hmac IS NULL OR pin_hmac <> ?)",
             digest,
@@ -25,8 +25,8 @@ async def set_pin_hmacs(tx: Tx, hmacs: list[tuple[str, str]]) -> None:
         )
 
 
-async def by_code(tx: Tx, code: str) -> Customer | None:
-    row = await tx.fetchrow(
+def by_code(tx: Tx, code: str) -> Customer | None:
+    row = tx.fetchrow(
         "SELECT customer_code, display_name, outcome, pin_hmac FROM test_customers"
         " WHERE customer_code = ?",
         code,
@@ -49,7 +49,7 @@ _STALE = (
 )
 
 
-async def reserve_attempt(tx: Tx, scope: str, code: str, now_us: int) -> PinAttempt:
+def reserve_attempt(tx: Tx, scope: str, code: str, now_us: int) -> PinAttempt:
     """Reserve the right to compare one PIN for `code`, or refuse it as locked.
 
     One conditional UPDATE decides: it succeeds only while the code is not locked and
@@ -59,7 +59,7 @@ async def reserve_attempt(tx: Tx, scope: str, code: str, now_us: int) -> PinAtte
     settle never came, its process killed in between, holds its slot until the window ends.)
     """
     window_start = now_us - FAILURE_WINDOW_US
-    await tx.execute(
+    tx.execute(
         "INSERT INTO pin_failures"
         " (scope, customer_code, failures, in_flight, window_started_at, locked_until)"
         " VALUES (?, ?, 0, 0, ?, NULL) ON CONFLICT (scope, customer_code) DO NOTHING",
@@ -67,7 +67,7 @@ async def reserve_attempt(tx: Tx, scope: str, code: str, now_us: int) -> PinAtte
         code,
         now_us,
     )
-    reserved = await tx.execute(
+    reserved = tx.execute(
         "UPDATE pin_failures SET"
         f" failures = CASE WHEN {_STALE} THEN 0 ELSE failures END,"
         f" in_flight = CASE WHEN {_STALE} THEN 1 ELSE in_flight + 1 END,"
@@ -86,16 +86,16 @@ async def reserve_attempt(tx: Tx, scope: str, code: str, now_us: int) -> PinAtte
         MAX_FAILURES,
     )
     if not reserved:
-        until = await tx.fetchval(
+        until = tx.fetchval(
             "SELECT locked_until FROM pin_failures WHERE scope = ? AND customer_code = ?",
             scope,
             code,
         )
         return PinAttempt(locked=True, busy=until is None or int(until) <= now_us)
-    return PinAttempt(locked=False, customer=await by_code(tx, code))
+    return PinAttempt(locked=False, customer=by_code(tx, code))
 
 
-async def settle_attempt(tx: Tx, scope: str, code: str, now_us: int, matched: bool) -> bool:
+def settle_attempt(tx: Tx, scope: str, code: str, now_us: int, matched: bool) -> bool:
     """End a reserved attempt. A right PIN forgives earlier wrong ones; a wrong one stays
     counted, and the fifth in the window locks the code for 15 minutes.
 
@@ -103,14 +103,14 @@ async def settle_attempt(tx: Tx, scope: str, code: str, now_us: int, matched: bo
     """
     in_flight = "CASE WHEN in_flight > 0 THEN in_flight - 1 ELSE 0 END"
     if matched:
-        await tx.execute(
+        tx.execute(
             f"UPDATE pin_failures SET failures = 0, in_flight = {in_flight}"
             " WHERE scope = ? AND customer_code = ?",
             scope,
             code,
         )
         return False
-    await tx.execute(
+    tx.execute(
         f"UPDATE pin_failures SET in_flight = {in_flight}, failures = failures + 1,"
         " locked_until = CASE WHEN failures + 1 >= ?"
         "  AND (locked_until IS NULL OR locked_until <= ?) THEN ? ELSE locked_until END"
@@ -121,7 +121,7 @@ async def settle_attempt(tx: Tx, scope: str, code: str, now_us: int, matched: bo
         scope,
         code,
     )
-    until = await tx.fetchval(
+    until = tx.fetchval(
         "SELECT locked_until FROM pin_failures WHERE scope = ? AND customer_code = ?",
         scope,
         code,
@@ -129,17 +129,17 @@ async def settle_attempt(tx: Tx, scope: str, code: str, now_us: int, matched: bo
     return until is not None and int(until) > now_us
 
 
-async def unlock(tx: Tx, code: str, scope: str | None, now_us: int) -> int:
+def unlock(tx: Tx, code: str, scope: str | None, now_us: int) -> int:
     """Forget a code's wrong PINs and lift its locks (in one scope, or in all of them).
 
     Returns how many locks were running.
     """
     where = "customer_code = ?" + ("" if scope is None else " AND scope = ?")
     args: list[object] = [code] if scope is None else [code, scope]
-    running = await tx.fetchval(
+    running = tx.fetchval(
         f"SELECT COUNT(*) FROM pin_failures WHERE {where} AND locked_until > ?", *args, now_us
     )
-    await tx.execute(
+    tx.execute(
         f"UPDATE pin_failures SET failures = 0, locked_until = NULL, window_started_at = ?"
         f" WHERE {where}",
         now_us,

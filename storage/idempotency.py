@@ -23,12 +23,12 @@ def _key_args(scope: Scope) -> tuple[str, str, str, str]:
     return scope.merchant_id, scope.method, scope.path, scope.key
 
 
-async def claim(tx: Tx, scope: Scope, request_hash: str, owner: str, now_us: int) -> Claim:
+def claim(tx: Tx, scope: Scope, request_hash: str, owner: str, now_us: int) -> Claim:
     """Take the key for this request, unless a live record holds it.
 
     A record past its 24 hours, or an in-flight claim whose holder is gone, is taken over.
     """
-    taken = await tx.execute(
+    taken = tx.execute(
         "INSERT INTO idempotency_keys (merchant_id, method, path, idempotency_key, request_hash,"
         " state, owner, locked_until, created_at, expires_at)"
         " VALUES (?, ?, ?, ?, ?, 'in_flight', ?, ?, ?, ?)"
@@ -49,7 +49,7 @@ async def claim(tx: Tx, scope: Scope, request_hash: str, owner: str, now_us: int
     )
     if taken:
         return Claim(owned=True)
-    row = await tx.fetchrow(
+    row = tx.fetchrow(
         "SELECT state, request_hash, response_status, response_headers, response_body"
         f" FROM idempotency_keys WHERE {_KEY}",
         *_key_args(scope),
@@ -66,10 +66,10 @@ async def claim(tx: Tx, scope: Scope, request_hash: str, owner: str, now_us: int
     return Claim(owned=False, state=row["state"], request_hash=row["request_hash"], response=response)
 
 
-async def complete(tx: Tx, completion: Completion) -> None:
+def complete(tx: Tx, completion: Completion) -> None:
     """Store the final answer; raises `IdempotencyLost` if the claim was taken over."""
     response = completion.response
-    changed = await tx.execute(
+    changed = tx.execute(
         "UPDATE idempotency_keys SET state = 'done', response_status = ?, response_headers = ?,"
         f" response_body = ? WHERE {_KEY} AND owner = ? AND state = 'in_flight'",
         response.status,
@@ -82,17 +82,17 @@ async def complete(tx: Tx, completion: Completion) -> None:
         raise IdempotencyLost()
 
 
-async def release(tx: Tx, scope: Scope, owner: str) -> None:
+def release(tx: Tx, scope: Scope, owner: str) -> None:
     """Give up a claim whose request ended without a final answer (so a retry may run)."""
-    await tx.execute(
+    tx.execute(
         f"DELETE FROM idempotency_keys WHERE {_KEY} AND owner = ? AND state = 'in_flight'",
         *_key_args(scope),
         owner,
     )
 
 
-async def purge_expired(tx: Tx, now_us: int, limit: int) -> int:
-    return await tx.execute(
+def purge_expired(tx: Tx, now_us: int, limit: int) -> int:
+    return tx.execute(
         "DELETE FROM idempotency_keys WHERE (merchant_id, method, path, idempotency_key) IN"
         " (SELECT merchant_id, method, path, idempotency_key FROM idempotency_keys"
         "  WHERE expires_at <= ? LIMIT ?)",

@@ -35,9 +35,9 @@ def _api_key(row: Row) -> ApiKey:
     )
 
 
-async def insert_merchant(tx: Tx, merchant: Merchant, key: ApiKey | None) -> bool:
+def insert_merchant(tx: Tx, merchant: Merchant, key: ApiKey | None) -> bool:
     """Insert the merchant (and its first key); False when the email is taken."""
-    inserted = await tx.execute(
+    inserted = tx.execute(
         "INSERT INTO merchants (id, name, email, password_hash, created_at)"
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT (email) DO NOTHING",
         merchant.id,
@@ -49,12 +49,12 @@ async def insert_merchant(tx: Tx, merchant: Merchant, key: ApiKey | None) -> boo
     if not inserted:
         return False
     if key is not None:
-        await insert_api_key(tx, key)
+        insert_api_key(tx, key)
     return True
 
 
-async def insert_api_key(tx: Tx, key: ApiKey) -> None:
-    await tx.execute(
+def insert_api_key(tx: Tx, key: ApiKey) -> None:
+    tx.execute(
         f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         key.id,
         key.merchant_id,
@@ -68,23 +68,23 @@ async def insert_api_key(tx: Tx, key: ApiKey) -> None:
     )
 
 
-async def merchant_by_id(tx: Tx, merchant_id: str) -> Merchant | None:
-    row = await tx.fetchrow("SELECT * FROM merchants WHERE id = ?", merchant_id)
+def merchant_by_id(tx: Tx, merchant_id: str) -> Merchant | None:
+    row = tx.fetchrow("SELECT * FROM merchants WHERE id = ?", merchant_id)
     return None if row is None else _merchant(row)
 
 
-async def all_merchants(tx: Tx) -> list[Merchant]:
-    rows = await tx.fetch("SELECT * FROM merchants ORDER BY created_at, id")
+def all_merchants(tx: Tx) -> list[Merchant]:
+    rows = tx.fetch("SELECT * FROM merchants ORDER BY created_at, id")
     return [_merchant(row) for row in rows]
 
 
-async def merchant_by_email(tx: Tx, email: str) -> Merchant | None:
-    row = await tx.fetchrow("SELECT * FROM merchants WHERE email = ?", email)
+def merchant_by_email(tx: Tx, email: str) -> Merchant | None:
+    row = tx.fetchrow("SELECT * FROM merchants WHERE email = ?", email)
     return None if row is None else _merchant(row)
 
 
-async def api_key_by_hash(tx: Tx, key_hash: str) -> tuple[ApiKey, Merchant] | None:
-    row = await tx.fetchrow(
+def api_key_by_hash(tx: Tx, key_hash: str) -> tuple[ApiKey, Merchant] | None:
+    row = tx.fetchrow(
         "SELECT k.id, k.merchant_id, k.key_hash, k.prefix, k.last4, k.created_at,"
         " k.last_used_at, k.revoked_at, k.name, m.name AS merchant_name, m.email,"
         " m.password_hash, m.created_at AS merchant_created_at"
@@ -103,20 +103,20 @@ async def api_key_by_hash(tx: Tx, key_hash: str) -> tuple[ApiKey, Merchant] | No
     return _api_key(row), merchant
 
 
-async def api_keys_of(tx: Tx, merchant_id: str) -> list[ApiKey]:
-    rows = await tx.fetch(
+def api_keys_of(tx: Tx, merchant_id: str) -> list[ApiKey]:
+    rows = tx.fetch(
         f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE merchant_id = ? ORDER BY created_at DESC, id DESC",
         merchant_id,
     )
     return [_api_key(row) for row in rows]
 
 
-async def touch_api_key(tx: Tx, key_id: str, now_us: int) -> None:
-    await tx.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", now_us, key_id)
+def touch_api_key(tx: Tx, key_id: str, now_us: int) -> None:
+    tx.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", now_us, key_id)
 
 
-async def revoke_api_key(tx: Tx, merchant_id: str, key_id: str, now_us: int) -> bool:
-    changed = await tx.execute(
+def revoke_api_key(tx: Tx, merchant_id: str, key_id: str, now_us: int) -> bool:
+    changed = tx.execute(
         "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND merchant_id = ? AND revoked_at IS NULL",
         now_us,
         key_id,

@@ -19,7 +19,7 @@ class Reservation:
     left: float  # tokens left in the shared bucket after the grant
 
 
-async def reserve(
+def reserve(
     tx: Tx, bucket_key: str, want: int, rate: float, burst: int, now_us: int
 ) -> Reservation:
     """Take up to `want` whole tokens from the bucket `bucket_key`, refilled first by
@@ -31,9 +31,6 @@ async def reserve(
     """
     if tx.dialect == "postgresql":
         least, greatest = "LEAST", "GREATEST"
-        # Losing the last few reservations in a crash only refills some buckets early:
-        # the commit need not wait for the WAL flush.
-        await tx.execute("SET LOCAL synchronous_commit = off")
     else:
         least, greatest = "MIN", "MAX"
     refilled = (
@@ -44,7 +41,7 @@ async def reserve(
     refill_args = (float(burst), now_us, rate / 1_000_000)
     grant_args = (want, *refill_args)
     first = min(want, burst)
-    row = await tx.fetchrow(
+    row = tx.fetchrow(
         "INSERT INTO rate_limit_buckets AS b (bucket_key, tokens, stamp_us, granted)"
         " VALUES (?, ?, ?, ?) ON CONFLICT (bucket_key) DO UPDATE SET"
         f" granted = {granted}, tokens = {refilled} - {granted},"
@@ -63,10 +60,10 @@ async def reserve(
     return Reservation(granted=int(row["granted"]), left=float(row["tokens"]))
 
 
-async def purge_full(tx: Tx, older_than_us: int, limit: int) -> int:
+def purge_full(tx: Tx, older_than_us: int, limit: int) -> int:
     """Delete buckets untouched since `older_than_us`, which the caller picks so that
     they have refilled completely by now: a missing row reads as a full bucket."""
-    return await tx.execute(
+    return tx.execute(
         "DELETE FROM rate_limit_buckets WHERE bucket_key IN"
         " (SELECT bucket_key FROM rate_limit_buckets WHERE stamp_us < ? LIMIT ?)",
         older_than_us,

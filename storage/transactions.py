@@ -7,8 +7,8 @@ from fgcpay.domain.transactions import Transaction
 from ._database import Tx
 
 
-async def insert(tx: Tx, t: Transaction) -> None:
-    await tx.execute(
+def insert(tx: Tx, t: Transaction) -> None:
+    tx.execute(
         "INSERT INTO transactions (id, merchant_id, kind, checkout_session_id, customer_code,"
         " amount_minor, currency, mode, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         t.id, t.merchant_id, t.kind, t.checkout_session_id, t.customer_code,
@@ -16,8 +16,8 @@ async def insert(tx: Tx, t: Transaction) -> None:
     )  # fmt: skip
 
 
-async def for_checkout_session(tx: Tx, session_id: str) -> list[Transaction]:
-    rows = await tx.fetch(
+def for_checkout_session(tx: Tx, session_id: str) -> list[Transaction]:
+    rows = tx.fetch(
         "SELECT id, merchant_id, kind, checkout_session_id, customer_code, amount_minor,"
         " currency, mode, created_at FROM transactions WHERE checkout_session_id = ?",
         session_id,

@@ -55,17 +55,17 @@ def _event(row: Row) -> Event:
 # -- endpoints ------------------------------------------------------------------------------
 
 
-async def insert_endpoint(tx: Tx, endpoint: WebhookEndpoint) -> None:
+def insert_endpoint(tx: Tx, endpoint: WebhookEndpoint) -> None:
     e = endpoint
-    await tx.execute(
+    tx.execute(
         f"INSERT INTO webhook_endpoints ({_ENDPOINT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         e.id, e.merchant_id, e.url, encode_events(e.enabled_events), e.secret_sealed,
         e.previous_secret_sealed, e.previous_secret_expires_at, e.created_at, e.deleted_at,
     )  # fmt: skip
 
 
-async def endpoints_of(tx: Tx, merchant_id: str) -> list[WebhookEndpoint]:
-    rows = await tx.fetch(
+def endpoints_of(tx: Tx, merchant_id: str) -> list[WebhookEndpoint]:
+    rows = tx.fetch(
         f"SELECT {_ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE merchant_id = ?"
         " AND deleted_at IS NULL ORDER BY created_at DESC, id DESC",
         merchant_id,
@@ -73,8 +73,8 @@ async def endpoints_of(tx: Tx, merchant_id: str) -> list[WebhookEndpoint]:
     return [_endpoint(row) for row in rows]
 
 
-async def endpoint_of(tx: Tx, merchant_id: str, endpoint_id: str) -> WebhookEndpoint | None:
-    row = await tx.fetchrow(
+def endpoint_of(tx: Tx, merchant_id: str, endpoint_id: str) -> WebhookEndpoint | None:
+    row = tx.fetchrow(
         f"SELECT {_ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ? AND merchant_id = ?"
         " AND deleted_at IS NULL",
         endpoint_id,
@@ -83,9 +83,9 @@ async def endpoint_of(tx: Tx, merchant_id: str, endpoint_id: str) -> WebhookEndp
     return None if row is None else _endpoint(row)
 
 
-async def delete_endpoint(tx: Tx, merchant_id: str, endpoint_id: str, now_us: int) -> bool:
+def delete_endpoint(tx: Tx, merchant_id: str, endpoint_id: str, now_us: int) -> bool:
     """Soft delete: pending deliveries to it are marked failed, history stays."""
-    changed = await tx.execute(
+    changed = tx.execute(
         "UPDATE webhook_endpoints SET deleted_at = ? WHERE id = ? AND merchant_id = ?"
         " AND deleted_at IS NULL",
         now_us,
@@ -93,7 +93,7 @@ async def delete_endpoint(tx: Tx, merchant_id: str, endpoint_id: str, now_us: in
         merchant_id,
     )
     if changed:
-        await tx.execute(
+        tx.execute(
             "UPDATE deliveries SET status = 'failed', updated_at = ?, lease_owner = NULL"
             " WHERE endpoint_id = ? AND status = 'pending'",
             now_us,
@@ -102,11 +102,11 @@ async def delete_endpoint(tx: Tx, merchant_id: str, endpoint_id: str, now_us: in
     return changed == 1
 
 
-async def rotate_secret(
+def rotate_secret(
     tx: Tx, merchant_id: str, endpoint_id: str, new_sealed: str, now_us: int, overlap_us: int
 ) -> WebhookEndpoint | None:
     """The current secret becomes the previous one (still signing until the overlap ends)."""
-    changed = await tx.execute(
+    changed = tx.execute(
         "UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed,"
         " previous_secret_expires_at = ?, secret_sealed = ?"
         " WHERE id = ? AND merchant_id = ? AND deleted_at IS NULL",
@@ -117,25 +117,25 @@ async def rotate_secret(
     )
     if not changed:
         return None
-    return await endpoint_of(tx, merchant_id, endpoint_id)
+    return endpoint_of(tx, merchant_id, endpoint_id)
 
 
 # -- events and the outbox ------------------------------------------------------------------
 
 
-async def record_event(tx: Tx, event: Event) -> int:
+def record_event(tx: Tx, event: Event) -> int:
     """Insert `event` and one pending delivery per subscribed endpoint (same transaction
     as the change that caused it). Returns the number of deliveries queued."""
-    await tx.execute(
+    tx.execute(
         f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
         event.id, event.merchant_id, event.type, event.resource_id, event.sequence,
         event.body, event.created_at,
     )  # fmt: skip
-    return await _queue_deliveries(tx, event, event.created_at)
+    return _queue_deliveries(tx, event, event.created_at)
 
 
-async def _queue_deliveries(tx: Tx, event: Event, now_us: int) -> int:
-    rows = await tx.fetch(
+def _queue_deliveries(tx: Tx, event: Event, now_us: int) -> int:
+    rows = tx.fetch(
         "SELECT id, enabled_events FROM webhook_endpoints WHERE merchant_id = ?"
         " AND deleted_at IS NULL",
         event.merchant_id,
@@ -144,7 +144,7 @@ async def _queue_deliveries(tx: Tx, event: Event, now_us: int) -> int:
     for row in rows:
         if not subscribes(decode_events(row["enabled_events"]), event.type):
             continue
-        await tx.execute(
+        tx.execute(
             "INSERT INTO deliveries (id, event_id, endpoint_id, merchant_id, status, attempts,"
             " next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?)",
             DELIVERY_PREFIX + ids.random_base62(24),
@@ -159,20 +159,20 @@ async def _queue_deliveries(tx: Tx, event: Event, now_us: int) -> int:
     return queued
 
 
-async def redeliver(tx: Tx, merchant_id: str, event_id: str, now_us: int) -> int | None:
+def redeliver(tx: Tx, merchant_id: str, event_id: str, now_us: int) -> int | None:
     """Queue a new delivery of the event to each subscribed endpoint; None if unknown."""
-    row = await tx.fetchrow(
+    row = tx.fetchrow(
         f"SELECT {_EVENT_COLUMNS} FROM events WHERE id = ? AND merchant_id = ?",
         event_id,
         merchant_id,
     )
     if row is None:
         return None
-    return await _queue_deliveries(tx, _event(row), now_us)
+    return _queue_deliveries(tx, _event(row), now_us)
 
 
-async def event_of(tx: Tx, merchant_id: str, event_id: str) -> Event | None:
-    row = await tx.fetchrow(
+def event_of(tx: Tx, merchant_id: str, event_id: str) -> Event | None:
+    row = tx.fetchrow(
         f"SELECT {_EVENT_COLUMNS} FROM events WHERE id = ? AND merchant_id = ?",
         event_id,
         merchant_id,
@@ -180,7 +180,7 @@ async def event_of(tx: Tx, merchant_id: str, event_id: str) -> Event | None:
     return None if row is None else _event(row)
 
 
-async def events_page(
+def events_page(
     tx: Tx,
     merchant_id: str,
     event_type: str | None,
@@ -193,7 +193,7 @@ async def events_page(
     if event_type is not None:
         where.append("type = ?")
         args.append(event_type)
-    rows = await newest_first(tx, f"SELECT {_EVENT_COLUMNS} FROM events", where, args, after, limit)
+    rows = newest_first(tx, f"SELECT {_EVENT_COLUMNS} FROM events", where, args, after, limit)
     return [_event(row) for row in rows]
 
 
@@ -227,7 +227,7 @@ def _not_full(limits: SenderLimits) -> tuple[str, list[object]]:
     return sql, args
 
 
-async def claim_due(
+def claim_due(
     tx: Tx, owner: str, now_us: int, lease_us: int, limit: int, limits: SenderLimits
 ) -> tuple[list[DeliveryJob], bool]:
     """Lease up to `limit` due deliveries to `owner`, within the sender limits.
@@ -240,7 +240,7 @@ async def claim_due(
     lock = " FOR UPDATE SKIP LOCKED" if tx.dialect == "postgresql" else ""
     not_full, not_full_args = _not_full(limits)
     # A window larger than `limit`: some rows may be passed over for the limits.
-    due = await tx.fetch(
+    due = tx.fetch(
         "SELECT d.id, d.endpoint_id, d.merchant_id FROM deliveries d"
         " WHERE d.status = 'pending' AND d.next_attempt_at <= ?"
         f" AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ?){not_full}"
@@ -269,13 +269,13 @@ async def claim_due(
         chosen.append(row["id"])
     jobs = []
     for delivery_id in chosen:
-        await tx.execute(
+        tx.execute(
             "UPDATE deliveries SET lease_owner = ?, lease_expires_at = ? WHERE id = ?",
             owner,
             now_us + lease_us,
             delivery_id,
         )
-        job = await tx.fetchrow(
+        job = tx.fetchrow(
             "SELECT d.id AS delivery_id, d.attempts, d.endpoint_id, d.merchant_id,"
             " e.id AS event_id, e.body, w.url, w.secret_sealed, w.previous_secret_sealed,"
             " w.previous_secret_expires_at"
@@ -314,9 +314,9 @@ class AttemptRecord:
     next_attempt_at: int | None
 
 
-async def record_attempt(tx: Tx, owner: str, attempt: AttemptRecord) -> bool:
+def record_attempt(tx: Tx, owner: str, attempt: AttemptRecord) -> bool:
     """Record the attempt and settle the delivery, if `owner` still holds its lease."""
-    changed = await tx.execute(
+    changed = tx.execute(
         "UPDATE deliveries SET status = ?, attempts = attempts + 1, next_attempt_at = ?,"
         " lease_owner = NULL, lease_expires_at = NULL, updated_at = ?"
         " WHERE id = ? AND lease_owner = ?",
@@ -328,7 +328,7 @@ async def record_attempt(tx: Tx, owner: str, attempt: AttemptRecord) -> bool:
     )
     if changed != 1:
         return False
-    await tx.execute(
+    tx.execute(
         "INSERT INTO delivery_attempts (id, delivery_id, attempted_at, response_status,"
         " latency_ms, error, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)",
         "att_" + ids.random_base62(24),
@@ -342,20 +342,20 @@ async def record_attempt(tx: Tx, owner: str, attempt: AttemptRecord) -> bool:
     return True
 
 
-async def release_leases(tx: Tx, owner: str) -> int:
-    return await tx.execute(
+def release_leases(tx: Tx, owner: str) -> int:
+    return tx.execute(
         "UPDATE deliveries SET lease_owner = NULL, lease_expires_at = NULL"
         " WHERE lease_owner = ? AND status = 'pending'",
         owner,
     )
 
 
-async def next_due(tx: Tx, limits: SenderLimits) -> int | None:
+def next_due(tx: Tx, limits: SenderLimits) -> int | None:
     """When the next delivery becomes claimable: due, not leased (or its lease lapsed),
     and not for an endpoint or merchant at its limit (a finished attempt wakes the
     dispatcher for those)."""
     not_full, not_full_args = _not_full(limits)
-    value = await tx.fetchval(
+    value = tx.fetchval(
         "SELECT MIN(CASE WHEN d.lease_expires_at IS NOT NULL"
         " AND d.lease_expires_at > d.next_attempt_at"
         " THEN d.lease_expires_at ELSE d.next_attempt_at END) FROM deliveries d"
@@ -376,8 +376,8 @@ class DeliveryView:
     last_error: str | None
 
 
-async def deliveries_of_event(tx: Tx, event_id: str) -> list[DeliveryView]:
-    rows = await tx.fetch(
+def deliveries_of_event(tx: Tx, event_id: str) -> list[DeliveryView]:
+    rows = tx.fetch(
         "SELECT d.id, d.endpoint_id, d.status, d.attempts, d.next_attempt_at,"
         " (SELECT a.response_status FROM delivery_attempts a WHERE a.delivery_id = d.id"
         "  ORDER BY a.attempted_at DESC LIMIT 1) AS last_status,"
@@ -406,11 +406,11 @@ _DELIVERY_SELECT = (
 )
 
 
-async def _with_attempts(tx: Tx, rows: Sequence[Row]) -> list[Delivery]:
+def _with_attempts(tx: Tx, rows: Sequence[Row]) -> list[Delivery]:
     """The deliveries of `rows`, each with its attempts oldest first (one query for all)."""
     attempts: dict[str, list[DeliveryAttempt]] = {row["id"]: [] for row in rows}
     if attempts:
-        found = await tx.fetch(
+        found = tx.fetch(
             "SELECT delivery_id, attempted_at, response_status, latency_ms, error, response_body"
             f" FROM delivery_attempts WHERE delivery_id IN ({', '.join('?' for _ in attempts)})"
             " ORDER BY attempted_at, id",
@@ -434,14 +434,14 @@ async def _with_attempts(tx: Tx, rows: Sequence[Row]) -> list[Delivery]:
     ]
 
 
-async def delivery_of(tx: Tx, merchant_id: str, delivery_id: str) -> Delivery | None:
-    row = await tx.fetchrow(
+def delivery_of(tx: Tx, merchant_id: str, delivery_id: str) -> Delivery | None:
+    row = tx.fetchrow(
         f"{_DELIVERY_SELECT} WHERE id = ? AND merchant_id = ?", delivery_id, merchant_id
     )
-    return None if row is None else (await _with_attempts(tx, [row]))[0]
+    return None if row is None else (_with_attempts(tx, [row]))[0]
 
 
-async def deliveries_page(
+def deliveries_page(
     tx: Tx,
     merchant_id: str,
     endpoint_id: str | None,
@@ -457,5 +457,5 @@ async def deliveries_page(
         if value is not None:
             where.append(f"{column} = ?")
             args.append(value)
-    rows = await newest_first(tx, _DELIVERY_SELECT, where, args, after, limit)
-    return await _with_attempts(tx, rows)
+    rows = newest_first(tx, _DELIVERY_SELECT, where, args, after, limit)
+    return _with_attempts(tx, rows)

@@ -6,7 +6,6 @@ while the service runs on trio in this one. Screenshots land in tests/artifacts/
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import threading
@@ -98,17 +97,12 @@ def screenshot(page: Any, name: str) -> None:
 
 
 async def in_browser(scenario: Callable[[], None]) -> None:
-    """Run `scenario` in a plain thread and wait for it.
-
-    Playwright's sync API runs its own asyncio loop. trio-asyncio (imported for asyncpg)
-    replaces the global event loop policy, so this thread asks for asyncio's default
-    policy back; trio-asyncio keeps that choice local to the thread.
-    """
+    """Run `scenario` in a plain thread and wait for it (Playwright's sync API runs its
+    own asyncio loop, which must not be the trio thread)."""
     failure: list[BaseException] = []
 
     def run() -> None:
         try:
-            asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
             scenario()
         except BaseException as error:  # handed to the test below
             failure.append(error)

@@ -222,7 +222,7 @@ async def test_sigkill_under_load_loses_nothing_and_doubles_nothing(
     await _wait_for_paid_events(receiver, paid)
     await api.aclose()
     assert await service.stop(signal.SIGTERM) == 0
-    async with open_storage(database_url, 2) as storage:
+    async with open_storage(database_url, 3) as storage:
         for session in sessions:
             transactions = await storage.checkout_session_transactions(session["id"])
             assert len(transactions) == (1 if session["id"] in paid else 0), session["id"]

@@ -345,31 +345,31 @@ async def test_the_command_refuses_bad_options_in_one_line(
 NOW_US = 1_900_000_000_000_000
 
 
-async def _old_delivery(tx: Tx) -> None:
+def _old_delivery(tx: Tx) -> None:
     """A merchant, an endpoint, an event and a delivery with one attempt, as written
     before the delivery log (a `dlv_` id)."""
-    await tx.execute(
+    tx.execute(
         "INSERT INTO merchants (id, name, email, created_at) VALUES (?, ?, ?, ?)",
         "mer_" + "M" * 16, "Old", "old@example.com", NOW_US,
     )  # fmt: skip
-    await tx.execute(
+    tx.execute(
         "INSERT INTO webhook_endpoints (id, merchant_id, url, enabled_events, secret_sealed,"
         " created_at) VALUES (?, ?, ?, ?, ?, ?)",
         "we_" + "W" * 24, "mer_" + "M" * 16, "https://hooks.example/in", "*", "sealed", NOW_US,
     )  # fmt: skip
-    await tx.execute(
+    tx.execute(
         "INSERT INTO events (id, merchant_id, type, resource_id, sequence, body, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         "evt_" + "E" * 24, "mer_" + "M" * 16, "checkout.session.paid", "cs_test_" + "C" * 24,
         2, "{}", NOW_US,
     )  # fmt: skip
-    await tx.execute(
+    tx.execute(
         "INSERT INTO deliveries (id, event_id, endpoint_id, merchant_id, status, attempts,"
         " next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', 1, ?, ?, ?)",
         "dlv_" + "D" * 24, "evt_" + "E" * 24, "we_" + "W" * 24, "mer_" + "M" * 16,
         NOW_US + 5_000_000, NOW_US, NOW_US,
     )  # fmt: skip
-    await tx.execute(
+    tx.execute(
         "INSERT INTO delivery_attempts (id, delivery_id, attempted_at, response_status,"
         " latency_ms, error, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)",
         "att_" + "T" * 24, "dlv_" + "D" * 24, NOW_US, 500, 12, None, "nope",
@@ -382,9 +382,9 @@ async def test_deliveries_written_before_the_log_keep_working(
     before = [m for m in storage_module.load_migrations() if "delivery_ids" not in m.name]
     with monkeypatch.context() as patch:
         patch.setattr(storage_module, "load_migrations", lambda: before)
-        async with open_storage(database_url, 2) as old:
+        async with open_storage(database_url, 3) as old:
             await old.db.write(_old_delivery)
-    async with open_storage(database_url, 2) as storage:
+    async with open_storage(database_url, 3) as storage:
         found = await storage.webhook_delivery("mer_" + "M" * 16, "whd_" + "D" * 24)
         assert found is not None
         assert (found.status, found.event_type, len(found.attempts)) == (

@@ -259,13 +259,13 @@ async def test_the_pin_is_never_logged_or_stored(server: Server, database_url: s
 async def _database_text(server: Server) -> str:
     """Every text value in every table, as one string."""
 
-    async def everything(tx: object) -> str:
+    def everything(tx: object) -> str:
         out = []
         for table in ("merchants", "api_keys", "checkout_sessions", "idempotency_keys",
                       "test_customers", "pin_failures", "transactions", "events",
                       "deliveries", "delivery_attempts", "webhook_endpoints"):  # fmt: skip
-            for row in await tx.fetch(f"SELECT * FROM {table}"):  # type: ignore[attr-defined]
-                out.append(" ".join(str(value) for value in tuple(row)))
+            for row in tx.fetch(f"SELECT * FROM {table}"):  # type: ignore[attr-defined]
+                out.append(" ".join(str(row[column]) for column in row.keys()))
         return "\n".join(out)
 
     return await server.storage.db.read(everything)

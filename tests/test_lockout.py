@@ -243,22 +243,22 @@ async def test_the_migration_keeps_existing_locks(
     before = [m for m in storage_module.load_migrations() if m.version < 5]
     with monkeypatch.context() as patch:
         patch.setattr(storage_module, "load_migrations", lambda: before)
-        async with open_storage(database_url, 2) as old:
+        async with open_storage(database_url, 3) as old:
             await old.db.write(_old_rows)
-    async with open_storage(database_url, 2) as storage:
+    async with open_storage(database_url, 3) as storage:
         await _assert_migrated(storage)
 
 
 NOW_US = 1_900_000_000_000_000
 
 
-async def _old_rows(tx: Tx) -> None:
+def _old_rows(tx: Tx) -> None:
     for code, failures, locked_until in (
         ("REAL-0001", 0, NOW_US + 60_000_000),
         ("REAL-0002", 2, None),
         ("TEST-0001", 0, NOW_US + 60_000_000),
     ):
-        await tx.execute(
+        tx.execute(
             "INSERT INTO pin_failures (customer_code, failures, window_started_at, locked_until)"
             " VALUES (?, ?, ?, ?)",
             code, failures, NOW_US - 1_000_000, locked_until,

@@ -20,8 +20,8 @@ def _live_request_contexts() -> int:
 
 
 async def test_served_requests_are_not_kept_alive(nursery: trio.Nursery, settings: Settings) -> None:
-    # On PostgreSQL, asyncpg's idle-connection timers once kept every request's context
-    # (and so the whole request) alive for 300 s in trio-asyncio's loop: ~15 KiB a create.
+    # On PostgreSQL, the driver's idle-connection timers once kept every request's context
+    # (and so the whole request) alive for 300 s in an asyncio loop: ~15 KiB a create.
     unlimited = attrs.evolve(settings, rate_limit_burst=10_000, rate_limit_per_second=10_000.0)
     server = await start_server(nursery, unlimited)
     merchant = await server.merchant()

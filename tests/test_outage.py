@@ -132,7 +132,7 @@ def _assert_unavailable_json(response: httpx.Response, what: str) -> None:
     assert response.headers["content-type"].startswith("application/json"), what
     body = response.json()
     assert body["code"] == "service_unavailable", (what, body)
-    assert "Traceback" not in response.text and "asyncpg" not in response.text, what
+    assert "Traceback" not in response.text and "psycopg" not in response.text, what
 
 
 def _assert_unavailable_page(response: httpx.Response, what: str) -> None:
@@ -336,8 +336,8 @@ async def test_sqlite_disk_full_writes_are_503_then_serve_again(
         await service.stop()
 
 
-async def _bad_sql(tx: Any) -> Any:
-    return await tx.fetchval("SELECT no_such_column FROM no_such_table")
+def _bad_sql(tx: Any) -> Any:
+    return tx.fetchval("SELECT no_such_column FROM no_such_table")
 
 
 async def test_a_bug_in_sql_is_not_an_outage(storage: Storage) -> None:

@@ -151,8 +151,8 @@ async def test_without_its_table_the_limiter_falls_back_to_the_process_bucket(
     server = await start_server(nursery, limited, clock=TrioClock())
     merchant = await server.merchant()
 
-    async def drop(tx: Any) -> None:
-        await tx.execute("DROP TABLE rate_limit_buckets")
+    def drop(tx: Any) -> None:
+        tx.execute("DROP TABLE rate_limit_buckets")
 
     await server.storage.db.write(drop)
     with caplog.at_level(logging.WARNING, logger="fgcpay"):

@@ -28,20 +28,20 @@ PIN_IN_CONTEXT = re.compile(rb"pin[^a-z0-9]{0,12}1234", re.IGNORECASE)
 async def _every_row_as_text(server: Server) -> str:
     """Every row of every table (found in the catalog, not listed by hand), as text."""
 
-    async def dump(tx: Any) -> str:
+    def dump(tx: Any) -> str:
         if tx.dialect == "postgresql":
-            tables = [r["table_name"] for r in await tx.fetch(
+            tables = [r["table_name"] for r in tx.fetch(
                 "SELECT table_name FROM information_schema.tables"
                 " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
             )]  # fmt: skip
-            rows = [await tx.fetch(f'SELECT t::text AS row FROM "{name}" t') for name in tables]
+            rows = [tx.fetch(f'SELECT t::text AS row FROM "{name}" t') for name in tables]
             return "\n".join(r["row"] for table in rows for r in table)
         tables = [
-            r["name"] for r in await tx.fetch("SELECT name FROM sqlite_master WHERE type = 'table'")
+            r["name"] for r in tx.fetch("SELECT name FROM sqlite_master WHERE type = 'table'")
         ]
         out = []
         for name in tables:
-            for row in await tx.fetch(f'SELECT * FROM "{name}"'):
+            for row in tx.fetch(f'SELECT * FROM "{name}"'):
                 out.append(" ".join(str(value) for value in tuple(row)))
         return "\n".join(out)
 

@@ -85,9 +85,9 @@ async def test_a_failing_write_does_not_undo_its_neighbours(storage: Storage) ->
 
 
 async def test_migrations_are_idempotent(database_url: str) -> None:
-    async with open_storage(database_url, 2) as first:
+    async with open_storage(database_url, 3) as first:
         created = await create_merchant(first, "Acme", "m@example.com")
-    async with open_storage(database_url, 2) as second:
+    async with open_storage(database_url, 3) as second:
         assert await second.merchant(created.merchant.id) is not None
 
 
