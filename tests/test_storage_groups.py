@@ -1,0 +1,75 @@
+"""Group commit on PostgreSQL: two processes' writers that deadlock each other.
+
+Each process commits its callers' writes in groups, so a group holds the row locks of
+all its callers until it commits. Two processes can then wait on each other; PostgreSQL
+breaks the cycle by aborting one transaction. The caller whose work was aborted must not
+hear an error for it: its transaction is run again once the other has committed.
+
+The two storages stand for two processes (each has its own writer connection); the
+repository functions run on the writer threads, so threading events order them.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import trio
+import trio.testing
+from fgcpay.storage import Tx, open_storage
+
+WAIT = 10.0  # a bound on each wait, far above PostgreSQL's 1 s deadlock_timeout
+
+
+def _create(tx: Tx) -> None:
+    tx.execute("CREATE TABLE counters (id BIGINT PRIMARY KEY, value BIGINT NOT NULL)")
+    tx.execute("INSERT INTO counters (id, value) VALUES (1, 0), (2, 0)")
+
+
+def _bump(tx: Tx, first: int, second: int, holding: threading.Event, other: threading.Event) -> str:
+    """Lock `first`, let the other side lock its row, then update `second`."""
+    tx.execute("UPDATE counters SET value = value + 1 WHERE id = ?", first)
+    holding.set()
+    assert other.wait(WAIT), "the other writer never took its lock"
+    tx.execute("UPDATE counters SET value = value + 1 WHERE id = ?", second)
+    return f"{first}->{second}"
+
+
+def _gate(tx: Tx, entered: threading.Event, opened: threading.Event) -> None:
+    # Holds this writer until the next callers are queued, so they form one group.
+    entered.set()
+    assert opened.wait(WAIT)
+
+
+def _neighbour(tx: Tx) -> str:
+    tx.execute("INSERT INTO counters (id, value) VALUES (3, 1)")
+    return "neighbour"
+
+
+def _values(tx: Tx) -> dict[int, int]:
+    return {row["id"]: row["value"] for row in tx.fetch("SELECT id, value FROM counters")}
+
+
+async def test_a_deadlock_between_two_writers_fails_no_caller(postgres_url: str) -> None:
+    a_holds, b_holds = threading.Event(), threading.Event()
+    entered, gate = threading.Event(), threading.Event()
+    results: dict[str, Any] = {}
+    async with open_storage(postgres_url, 3) as a, open_storage(postgres_url, 3) as b:
+        await a.db.write(_create)
+
+        async def write(name: str, db: Any, *args: Any) -> None:
+            results[name] = await db.write(*args)
+
+        with trio.fail_after(3 * WAIT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(write, "gate", a.db, _gate, entered, gate)
+                assert await trio.to_thread.run_sync(entered.wait, WAIT)
+                # One group on A: the deadlocking caller and a neighbour in savepoints.
+                nursery.start_soon(write, "a", a.db, _bump, 1, 2, a_holds, b_holds)
+                nursery.start_soon(write, "neighbour", a.db, _neighbour)
+                await trio.testing.wait_all_tasks_blocked()  # both queued behind the gate
+                gate.set()
+                # Alone on B, the other way round.
+                nursery.start_soon(write, "b", b.db, _bump, 2, 1, b_holds, a_holds)
+        assert results == {"gate": None, "a": "1->2", "neighbour": "neighbour", "b": "2->1"}
+        assert await a.db.read(_values) == {1: 2, 2: 2, 3: 1}
