@@ -63,6 +63,10 @@ class StatusHub:
         for subscription in self._subscribers.get(resource_id, ()):
             subscription.offer(status)
 
+    def resource_ids(self) -> list[str]:
+        """The resources that have a subscriber now."""
+        return list(self._subscribers)
+
     async def wait_for_subscriber(self, resource_id: str) -> None:
         """Return once `resource_id` has at least one subscriber (benchmarks, tests)."""
         while not self._subscribers.get(resource_id):

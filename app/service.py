@@ -34,7 +34,7 @@ from fgcpay.http.rate_limit import RateLimiter
 from fgcpay.logs import log_event
 from fgcpay.server import ServerConfig
 from fgcpay.settings import Settings, default_public_url
-from fgcpay.storage import Storage, open_storage
+from fgcpay.storage import Storage, StorageError, open_storage
 from hypercorn.config import Sockets
 from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
@@ -141,6 +141,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 lambda resource_id, status: status_hub.publish(
                     resource_id, {"id": resource_id, "status": status}
                 ),
+                lambda: nursery.start_soon(republish_statuses, storage, status_hub),
             )
             await nursery.start(actors.run)
             await nursery.start(sweeper.run)
@@ -151,6 +152,20 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 yield service
             finally:
                 nursery.cancel_scope.cancel()
+
+
+async def republish_statuses(storage: Storage, status_hub: StatusHub) -> None:
+    """Publish the stored status of every followed resource again: after the status
+    listener lost its connection, a change another process made meanwhile was not heard.
+    A subscriber passes on only what differs from what it last sent."""
+    for resource_id in status_hub.resource_ids():
+        try:
+            session = await storage.checkout_session(resource_id)
+        except StorageError as error:  # the listener will call again when it is back
+            log_event("could not re-read live statuses", logging.WARNING, error=type(error).__name__)
+            return
+        if session is not None:
+            status_hub.publish(resource_id, {"id": resource_id, "status": session.status})
 
 
 def seeded_pin_hmacs(secret_key: str) -> list[tuple[str, str]]:

@@ -25,6 +25,7 @@ import logging
 import math
 import os
 import re
+import select
 import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -79,6 +80,17 @@ def _is_broken(conn: psycopg.Connection[Any]) -> bool:
     return conn.closed or conn.broken
 
 
+def _is_usable(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle connection may be used. The server ends its side of a connection
+    when it restarts (with an error message, then end of file); psycopg learns of it only
+    when a call fails. An idle connection has nothing to read, so a readable socket means
+    it is gone (or holds a stray notice): it is replaced rather than used."""
+    if _is_broken(conn):
+        return False
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    return not readable
+
+
 def _close(conn: psycopg.Connection[Any]) -> None:
     conn.close()
 
@@ -117,7 +129,7 @@ class PostgresDatabase:
         # Bounds connecting, waiting for a pooled connection and each statement, so a
         # database that is down or hung is answered 503 in seconds, never a hang.
         self.timeout_seconds = timeout_seconds
-        self._readers = Connections(pool_size - 2, self._connect, _close)
+        self._readers = Connections(pool_size - 2, self._connect, _close, _is_usable)
         self._writer = GroupWriter("fgcpay-pg-writer", self._commit_group)
         self._writer_conn: psycopg.Connection[Any] | None = None
         # The listener's thread is its own: it never takes a reader's place.
@@ -203,8 +215,10 @@ class PostgresDatabase:
 
     def _commit_group(self, batch: list[WriteJob]) -> None:
         conn = self._writer_conn
-        if conn is None or _is_broken(conn):
+        if conn is None or not _is_usable(conn):
             # Lost with the database (a restart): a fresh one, or every caller hears 503.
+            if conn is not None:
+                conn.close()
             self._writer_conn = None
             conn = self._writer_conn = self._connect()
         retry: list[WriteJob] = []
@@ -281,11 +295,13 @@ class PostgresDatabase:
         self,
         channel: str,
         on_payload: Callable[[str], None],
+        on_reconnect: Callable[[], None],
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """LISTEN on `channel` on a connection of its own, calling `on_payload` (on the
-        trio thread) for each NOTIFY; reconnects, with backoff, when the connection drops."""
+        trio thread) for each NOTIFY; reconnects, with backoff, when the connection drops,
+        then calls `on_reconnect` (what was notified meanwhile was lost)."""
         token = trio.lowlevel.current_trio_token()
         started = False
         delay = 0.5
@@ -302,6 +318,8 @@ class PostgresDatabase:
                 if not started:
                     started = True
                     task_status.started()
+                else:
+                    on_reconnect()
                 try:
                     await trio.to_thread.run_sync(
                         self._pump,

@@ -48,11 +48,14 @@ class Storage:
     async def follow_status_changes(
         self,
         on_change: Callable[[str, str], None],
+        on_reconnect: Callable[[], None],
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Call `on_change(resource_id, status)` for status changes committed by any
-        process (PostgreSQL LISTEN/NOTIFY). SQLite serves one process: nothing to follow."""
+        process (PostgreSQL LISTEN/NOTIFY), and `on_reconnect()` each time the listener is
+        back after losing its connection: changes made meanwhile were not heard, so the
+        caller reads again what it follows. SQLite serves one process: nothing to follow."""
         if not isinstance(self.db, PostgresDatabase):
             task_status.started()
             return
@@ -62,7 +65,7 @@ class Storage:
             if resource_id and status:
                 on_change(resource_id, status)
 
-        await self.db.listen(STATUS_CHANNEL, on_payload, task_status=task_status)
+        await self.db.listen(STATUS_CHANNEL, on_payload, on_reconnect, task_status=task_status)
 
     # -- merchants and keys -----------------------------------------------------------
 

@@ -26,14 +26,21 @@ MAX_GROUP = 512
 
 class Connections(Generic[C]):
     """At most `size` connections, opened when first needed, each used by one thread at
-    a time. `run` borrows one on a worker thread; a connection the caller reports broken
-    is closed and replaced by a fresh one on a later call, so the pool recovers by itself
-    after the database restarts."""
+    a time. `run` borrows one on a worker thread. A connection found broken after a call,
+    or not `usable` when taken from the idle ones, is closed and replaced by a fresh one,
+    so the pool recovers by itself after the database restarts."""
 
-    def __init__(self, size: int, connect: Callable[[], C], close: Callable[[C], None]) -> None:
+    def __init__(
+        self,
+        size: int,
+        connect: Callable[[], C],
+        close: Callable[[C], None],
+        usable: Callable[[C], bool] = lambda conn: True,
+    ) -> None:
         self.size = size
         self._connect = connect
         self._close = close
+        self._usable = usable
         self._idle: queue.SimpleQueue[C] = queue.SimpleQueue()
         self._open = 0
         self._lock = threading.Lock()
@@ -64,10 +71,14 @@ class Connections(Generic[C]):
         return result
 
     def _borrow(self) -> C:
-        try:
-            return self._idle.get_nowait()
-        except queue.Empty:
-            pass
+        while True:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                break
+            if self._usable(conn):
+                return conn
+            self._discard(conn)  # died while idle (the server restarted): a fresh one
         with self._lock:
             self._open += 1
         try:

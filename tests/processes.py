@@ -30,7 +30,8 @@ def free_port() -> int:
 class ServiceProcess:
     """`fgcpay serve` as an operator runs it, its output kept in `log`.
 
-    `settings` are extra `FGCPAY_*` variables (without the prefix) over the defaults here.
+    `settings` are extra `FGCPAY_*` variables (without the prefix) over the defaults here;
+    `workers` is `serve --workers` (worker processes sharing the port).
     """
 
     cwd: Path
@@ -38,6 +39,7 @@ class ServiceProcess:
     settings: dict[str, str] = attrs.field(factory=dict)
     port: int = attrs.field(factory=free_port)
     process: trio.Process | None = None
+    workers: int = 1
 
     @property
     def url(self) -> str:
@@ -71,7 +73,7 @@ class ServiceProcess:
         """Start serving and return once `/readyz` answers 200 (30 s at most)."""
         with self.log.open("ab") as sink:
             self.process = await trio.lowlevel.open_process(
-                [*FGCPAY, "serve", "--port", str(self.port)],
+                [*FGCPAY, "serve", "--port", str(self.port), "--workers", str(self.workers)],
                 cwd=self.cwd, env=self.env(), stdout=sink, stderr=sink,
             )  # fmt: skip
         async with httpx.AsyncClient() as client:
