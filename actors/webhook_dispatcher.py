@@ -30,7 +30,7 @@ from fgcpay.domain import webhooks
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.times import iso_ms
 from fgcpay.logs import log_event
-from fgcpay.storage import Storage
+from fgcpay.storage import DatabaseUnavailable, Storage
 from fgcpay.storage.webhooks import AttemptRecord, DeliveryJob
 
 from . import destinations
@@ -139,7 +139,9 @@ class WebhookDispatcher:
                     continue  # the next claim leaves the endpoints now at their limit out
                 wait = await self._idle_seconds(full=len(claimed) == free)
             except Exception as error:
-                log_event("delivery claim failed", logging.ERROR, error_type=type(error).__name__)
+                # An outage is expected and passes by itself (a warning); anything else is a bug.
+                level = logging.WARNING if isinstance(error, DatabaseUnavailable) else logging.ERROR
+                log_event("delivery claim failed", level, error_type=type(error).__name__)
                 wait = ERROR_BACKOFF_SECONDS
             with trio.move_on_after(wait):
                 await self._wake.wait()

@@ -242,8 +242,10 @@ class PostgresDatabase:
                 retry = list(batch)
             else:
                 return
-        except BaseException as error:  # a lone job's own error: handed to its caller
-            batch[0].error, batch[0].result = error, None
+        except BaseException as error:  # a lone job's own error, handed to its caller
+            for job in batch:  # (with several, each job's own was caught in its savepoint)
+                if job.error is None:
+                    job.error, job.result = error, None
             return
         for job in retry:
             self._run_alone(conn, job)
