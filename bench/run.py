@@ -2,8 +2,14 @@
 """fgcpay HTTP benchmark: create-session and list throughput/latency against the
 hello-world ceiling of the same stack, on SQLite (1 worker) and PostgreSQL (2 workers).
 
-    .venv/bin/python bench/run.py                 # everything (about 5 minutes)
+    .venv/bin/python bench/run.py                 # everything (about 8 minutes)
     .venv/bin/python bench/run.py --skip-pg       # SQLite only
+    .venv/bin/python bench/run.py --skip-sqlite   # the PostgreSQL figures of issue 9
+
+PostgreSQL (durable: fsync and synchronous_commit on) reports, from one run with the
+ceilings measured in it: creates with 2 workers against the 2-worker hello-world, the
+confirm -> websocket push latency on those 2 workers, the same creates on 1 worker (how
+much the second adds), and the list p99 on one connection with --pg-rows sessions stored.
     .venv/bin/python bench/run.py --profile always --json /tmp/bench.json
 
 The service is started the way an operator starts it (`fgcpay serve`), in a temporary
@@ -17,7 +23,6 @@ See docs/performance.md for what the figures mean and the last measured results.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import random
@@ -58,6 +63,7 @@ BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 TARGET_SQLITE_RATIO = 0.8
 TARGET_PG_RATIO = 0.7
 TARGET_LIST_P99_MS = 20.0
+TARGET_PG_SCALING = 1.8
 
 
 
@@ -344,24 +350,20 @@ def sqlite_bulk_insert(db_path: Path, merchant_id: str, count: int) -> tuple[str
 
 
 def pg_bulk_insert(url: str, merchant_id: str, count: int) -> tuple[str, float]:
-    import asyncpg
+    import psycopg
 
     rows, anchors = bulk_rows(merchant_id, count)
-
-    async def main() -> None:
-        conn = await asyncpg.connect(url)
-        try:
-            await conn.execute("SET synchronous_commit = off")  # for the load only
-            await conn.copy_records_to_table("checkout_sessions", records=rows, columns=list(COLUMNS))
-            # As after any bulk load: statistics and the visibility map now, so autovacuum
-            # does not start during the measurement, and a checkpoint to flush the load.
-            await conn.execute("VACUUM (ANALYZE) checkout_sessions")
-            await conn.execute("CHECKPOINT")
-        finally:
-            await conn.close()
-
     started = time.monotonic()
-    asyncio.run(main())
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET synchronous_commit = off")  # for the load only
+        with conn.cursor() as cur, conn.transaction():
+            with cur.copy(f"COPY checkout_sessions ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        # As after any bulk load: statistics and the visibility map now, so autovacuum
+        # does not start during the measurement, and a checkpoint to flush the load.
+        conn.execute("VACUUM (ANALYZE) checkout_sessions")
+        conn.execute("CHECKPOINT")
     return anchors[0], time.monotonic() - started
 
 
@@ -436,7 +438,8 @@ class Bench:
     def ceiling_and_create(
         self, backend: str, service: Server, api_key: str, workers: int, target: float,
         db_pid: int | None, shape: bool = False,
-    ) -> None:  # fmt: skip
+    ) -> LoadResult:  # fmt: skip
+        """The create load and the hello-world ceiling with as many workers; the create."""
         cfg, warm = self.load_cfg, self.args.warmup
         create = load(
             f"{backend} {workers}w: POST create session", service.url, self.create_script(api_key),
@@ -491,6 +494,59 @@ class Bench:
                 )
             finally:
                 server.stop()
+        return create
+
+    def one_worker_scaling(
+        self, backend: str, env: dict[str, str], cwd: Path, api_key: str, two: LoadResult,
+        db_pid: int | None,
+    ) -> None:  # fmt: skip
+        """The same create load on 1 worker: how much a second worker adds."""
+        service = self.fgcpay(f"fgcpay-{backend}-1w", env, cwd, 1)
+        service.start()
+        try:
+            one = load(
+                f"{backend} 1w: POST create session", service.url, self.create_script(api_key),
+                self.load_cfg, self.args.warmup, service, db_pid,
+            )  # fmt: skip
+        finally:
+            service.stop()
+        self.results.append(one)
+        ratio = two.rps / one.rps if one.rps else 0.0
+        self.verdicts.append(
+            f"{backend} create 2w/1w = {two.rps:.1f}/{one.rps:.1f} = {ratio:.2f}x (target >= "
+            f"{TARGET_PG_SCALING}x: {'MET' if ratio >= TARGET_PG_SCALING else 'MISSED'})"
+        )
+        log(self.verdicts[-1])
+
+    def push_latency(self, backend: str, service: Server, api_key: str) -> None:
+        """Confirm -> 'paid' at the page's websocket, payments one at a time (bench/hosted.py);
+        with 2 workers half of them cross processes through LISTEN/NOTIFY."""
+        import importlib.util
+
+        import trio
+
+        # By path: tests/ (on sys.path for the PostgreSQL cluster) has a hosted.py too.
+        spec = importlib.util.spec_from_file_location("bench_hosted", Path(__file__).parent / "hosted.py")
+        assert spec is not None and spec.loader is not None
+        hosted = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = hosted  # its dataclasses look their module up
+        spec.loader.exec_module(hosted)
+        TARGET_PUSH_P99_MS = hosted.TARGET_PUSH_P99_MS
+
+        wait_for_quiet()
+        pushes = trio.run(
+            hosted.push_latency, service.port, api_key, self.args.pushes, 20, service.worker_pids()
+        )
+        summary = hosted.push_summary(pushes)
+        p99 = summary["sent_to_ws"]["p99"]
+        cross = summary.get("cross_worker", {}).get("p99")
+        self.verdicts.append(
+            f"{backend} {service.workers}w confirm -> websocket push p99 = {p99:.2f} ms over "
+            f"{summary['n']} payments (p50 {summary['sent_to_ws']['p50']:.2f} ms"
+            + (f"; across workers p99 {cross:.2f} ms" if cross is not None else "")
+            + f") (target < {TARGET_PUSH_P99_MS:.0f} ms: {'MET' if p99 < TARGET_PUSH_P99_MS else 'MISSED'})"
+        )
+        log(self.verdicts[-1])
 
     def list_runs(
         self, backend: str, service: Server, api_key: str, anchor: str, rows: int,
@@ -616,9 +672,12 @@ class Bench:
             service = self.fgcpay("fgcpay-pg", env, cwd, 2)
             service.start()
             try:
-                self.ceiling_and_create("postgres", service, api_key, 2, TARGET_PG_RATIO, pg_pid)
+                two = self.ceiling_and_create("postgres", service, api_key, 2, TARGET_PG_RATIO, pg_pid)
+                if self.args.pushes > 0:
+                    self.push_latency("postgres", service, api_key)
             finally:
                 service.stop()
+            self.one_worker_scaling("postgres", env, cwd, api_key, two, pg_pid)
             if self.args.pg_rows <= 0:
                 return
             log(f"PostgreSQL: COPY {self.args.pg_rows:,} sessions, then VACUUM (ANALYZE), CHECKPOINT")
@@ -639,16 +698,11 @@ class Bench:
 
     @staticmethod
     def count_pg(url: str) -> int:
-        import asyncpg
+        import psycopg
 
-        async def main() -> int:
-            conn = await asyncpg.connect(url)
-            try:
-                return int(await conn.fetchval("SELECT COUNT(*) FROM checkout_sessions"))
-            finally:
-                await conn.close()
-
-        return asyncio.run(main())
+        with psycopg.connect(url) as conn:
+            row = conn.execute("SELECT COUNT(*) FROM checkout_sessions").fetchone()
+        return int(row[0]) if row else 0
 
     def report(self, started: float) -> None:
         print()
@@ -684,6 +738,8 @@ def main() -> int:
     parser.add_argument("--list-duration", type=int, default=8, help="seconds per list run")
     parser.add_argument("--rows", type=int, default=1_000_000, help="sessions bulk-inserted (SQLite)")
     parser.add_argument("--pg-rows", type=int, default=1_000_000, help="sessions bulk-loaded (PostgreSQL)")
+    parser.add_argument("--pushes", type=int, default=300,
+                        help="payments one at a time for the PostgreSQL push latency (0 skips it)")
     parser.add_argument("--skip-pg", action="store_true", help="SQLite only")
     parser.add_argument("--skip-sqlite", action="store_true", help="PostgreSQL only")
     parser.add_argument(

@@ -4,7 +4,7 @@ The database is driven the way the SQLite backend drives it: repository function
 plain synchronous code run on a thread that owns a connection, so nothing crosses into
 another event loop and nothing blocks the trio thread.
 
-- Writes queue to one writer thread per process (`GroupWriter`): it runs whatever is
+- Writes queue to one writer thread per process (`GroupThread`): it runs whatever is
   queued as one transaction, each caller in a savepoint of its own (one caller's error
   rolls back only that caller's work), and commits once. One WAL flush serves the group.
 - Reads run on pooled connections in autocommit mode; each read is one statement or a
@@ -38,7 +38,7 @@ from psycopg.rows import dict_row
 
 from ._database import DatabaseUnavailable, RepoFn, Row, StorageError, select_one
 from ._migrations import Migration, pg_apply_migrations
-from ._threads import Connections, GroupWriter, WriteJob
+from ._threads import Connections, GroupThread, Job
 
 MIN_POOL_SIZE = 3
 """The writer, the listener and at least one reader."""
@@ -130,7 +130,7 @@ class PostgresDatabase:
         # database that is down or hung is answered 503 in seconds, never a hang.
         self.timeout_seconds = timeout_seconds
         self._readers = Connections(pool_size - 2, self._connect, _close, _is_usable)
-        self._writer = GroupWriter("fgcpay-pg-writer", self._commit_group)
+        self._writer = GroupThread("fgcpay-pg-writer", self._commit_group)
         self._writer_conn: psycopg.Connection[Any] | None = None
         # The listener's thread is its own: it never takes a reader's place.
         self._listen_limiter = trio.CapacityLimiter(1)
@@ -213,7 +213,7 @@ class PostgresDatabase:
 
     # -- the writer thread ----------------------------------------------------------
 
-    def _commit_group(self, batch: list[WriteJob]) -> None:
+    def _commit_group(self, batch: list[Job]) -> None:
         conn = self._writer_conn
         if conn is None or not _is_usable(conn):
             # Lost with the database (a restart): a fresh one, or every caller hears 503.
@@ -221,7 +221,7 @@ class PostgresDatabase:
                 conn.close()
             self._writer_conn = None
             conn = self._writer_conn = self._connect()
-        retry: list[WriteJob] = []
+        retry: list[Job] = []
         try:
             with conn.cursor() as cur, conn.transaction():
                 tx = PgTx(cur)
@@ -252,7 +252,7 @@ class PostgresDatabase:
 
     @staticmethod
     def _run_in_savepoint(
-        conn: psycopg.Connection[Any], tx: PgTx, job: WriteJob, retry: list[WriteJob]
+        conn: psycopg.Connection[Any], tx: PgTx, job: Job, retry: list[Job]
     ) -> None:
         try:
             with conn.transaction():  # SAVEPOINT; RELEASE, or ROLLBACK TO on error
@@ -268,14 +268,14 @@ class PostgresDatabase:
             job.error = error
 
     @staticmethod
-    def _fail_group(batch: list[WriteJob], retry: list[WriteJob], error: psycopg.Error) -> None:
+    def _fail_group(batch: list[Job], retry: list[Job], error: psycopg.Error) -> None:
         # Nothing of the group committed: every caller hears why.
         failure: BaseException = _unavailable(error) if _is_unavailable(error) else error
         for job in batch:
             if job.error is None or job in retry:
                 job.error, job.result = failure, None
 
-    def _run_alone(self, conn: psycopg.Connection[Any], job: WriteJob) -> None:
+    def _run_alone(self, conn: psycopg.Connection[Any], job: Job) -> None:
         job.error = job.result = None
         for attempt in range(_RETRIES):
             try:

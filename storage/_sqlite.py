@@ -1,11 +1,12 @@
 """SQLite backend: WAL, synchronous=FULL, one writer thread that commits in groups.
 
-Every write request is queued to one writer thread (`GroupWriter`). The writer drains
+Every write request is queued to one writer thread (`GroupThread`). The writer drains
 whatever is queued, runs each caller's transaction inside its own SAVEPOINT (so one
 failure rolls back only that caller's work), then commits the whole group with a single
 fsync and wakes each caller. A caller returns only after its own commit is durable.
-Reads run on worker threads, each on a reader connection of its own: in WAL mode a
-reader never waits for the writer, and the trio thread never waits for the file.
+Reads queue the same way to one reader thread with a connection of its own, which runs
+each group of reads in one snapshot: in WAL mode a reader never waits for the writer, and
+the trio thread never waits for the file.
 """
 
 from __future__ import annotations
@@ -18,10 +19,7 @@ from typing import Any
 
 from ._database import DatabaseUnavailable, RepoFn, Row, StorageError, select_one
 from ._migrations import Migration, sqlite_apply_migrations
-from ._threads import Connections, GroupWriter, WriteJob
-
-READERS = 4
-"""Reader connections (and so concurrent reads) per process."""
+from ._threads import GroupThread, Job
 
 # Primary result codes that mean the file cannot be written or reached now, not that the
 # statement is wrong: busy beyond the timeout, locked, read-only, I/O error, disk full,
@@ -99,9 +97,10 @@ class SqliteDatabase:
     def __init__(self, path: str, timeout_seconds: float = 5.0) -> None:
         self.path = path
         self.timeout_seconds = timeout_seconds
-        self._writer = GroupWriter("fgcpay-sqlite-writer", self._commit_group)
+        self._writer = GroupThread("fgcpay-sqlite-writer", self._commit_group)
         self._writer_conn: sqlite3.Connection | None = None
-        self._readers = Connections(READERS, self._connect, sqlite3.Connection.close)
+        self._reader = GroupThread("fgcpay-sqlite-reader", self._read_group)
+        self._reader_conn: sqlite3.Connection | None = None
         self._open = False
 
     @property
@@ -120,6 +119,8 @@ class SqliteDatabase:
         self._writer_conn = self._connect()
         sqlite_apply_migrations(self._writer_conn, migrations)
         self._writer.start()
+        self._reader_conn = self._connect()
+        self._reader.start()
         self._open = True
 
     async def stop(self) -> None:
@@ -128,30 +129,40 @@ class SqliteDatabase:
         if self._writer_conn is not None:
             self._writer_conn.close()
             self._writer_conn = None
-        self._readers.close_all()
+        await self._reader.stop()
+        if self._reader_conn is not None:
+            self._reader_conn.close()
+            self._reader_conn = None
 
     # -- Database -------------------------------------------------------------------
 
     async def read(self, fn: RepoFn[..., Any], *args: Any, **kwargs: Any) -> Any:
         if not self._open:
             raise StorageError("the database is closed")
+        return await self._reader.submit(fn, args, kwargs)
 
-        def work(conn: sqlite3.Connection) -> Any:
-            try:
-                # One snapshot for every statement of `fn`.
-                conn.execute("BEGIN")
+    def _read_group(self, batch: list[Job]) -> None:
+        conn = self._reader_conn
+        assert conn is not None
+        tx = SqliteTx(conn)
+        try:
+            # One snapshot for the group: every read in it was asked for before it began.
+            conn.execute("BEGIN")
+            for job in batch:
                 try:
-                    return fn(SqliteTx(conn), *args, **kwargs)
-                finally:
-                    conn.execute("COMMIT")
-            except sqlite3.Error as error:
-                translated = _translate(error, "read")
-                if isinstance(translated, DatabaseUnavailable):
-                    _rollback_quietly(conn)
-                    raise translated from error
-                raise
-
-        return await self._readers.run(work, _never_broken)
+                    job.result = job.fn(tx, *job.args, **job.kwargs)
+                except sqlite3.Error as error:
+                    translated = _translate(error, "read")
+                    job.error = translated if isinstance(translated, DatabaseUnavailable) else error
+                except BaseException as error:  # handed to the caller
+                    job.error = error
+            conn.execute("COMMIT")
+        except sqlite3.Error as error:
+            _rollback_quietly(conn)
+            failure = _translate(error, "read")
+            for job in batch:
+                if job.error is None:
+                    job.error, job.result = failure, None
 
     async def write(self, fn: RepoFn[..., Any], *args: Any, **kwargs: Any) -> Any:
         if not self._open:
@@ -163,7 +174,7 @@ class SqliteDatabase:
 
     # -- the writer thread ----------------------------------------------------------
 
-    def _commit_group(self, batch: list[WriteJob]) -> None:
+    def _commit_group(self, batch: list[Job]) -> None:
         conn = self._writer_conn
         assert conn is not None
         tx = SqliteTx(conn)
@@ -184,7 +195,7 @@ class SqliteDatabase:
                     job.error, job.result = failure, None
 
     @staticmethod
-    def _run_job(conn: sqlite3.Connection, tx: SqliteTx, job: WriteJob) -> None:
+    def _run_job(conn: sqlite3.Connection, tx: SqliteTx, job: Job) -> None:
         conn.execute("SAVEPOINT job")
         try:
             job.result = job.fn(tx, *job.args, **job.kwargs)
@@ -198,8 +209,3 @@ class SqliteDatabase:
             job.error = error
             conn.execute("ROLLBACK TO job")
         conn.execute("RELEASE job")
-
-
-def _never_broken(conn: sqlite3.Connection) -> bool:
-    # A SQLite connection is a file handle: it stays usable after any error.
-    return False

@@ -1,6 +1,6 @@
-"""What both backends share to drive the database off the trio thread: a bounded set of
-connections used from worker threads for reads, and one writer thread that commits the
-queued writes in groups.
+"""What both backends share to drive the database off the trio thread: a thread that runs
+the queued calls in groups (the writers of both backends, SQLite's reader), and a bounded
+set of connections used from worker threads (PostgreSQL's reads).
 
 Drivers block, so every database call runs on a thread that owns a connection for the
 duration of the call; the trio thread only hands the work over and waits for an event.
@@ -112,8 +112,8 @@ class Connections(Generic[C]):
 
 
 @attrs.define(eq=False)
-class WriteJob:
-    """One caller's write transaction, waiting in the queue of a `GroupWriter`."""
+class Job:
+    """One caller's call, waiting in the queue of a `GroupThread`."""
 
     fn: RepoFn[..., Any]
     args: tuple[Any, ...]
@@ -127,16 +127,18 @@ class WriteJob:
 _STOP = object()
 
 
-class GroupWriter:
-    """One thread that takes every write queued so far and hands them, as one group, to
-    `commit_group`, which must run each job (in a savepoint of its own, so one caller's
-    error rolls back only that caller's work), commit, and set each job's `result` or
-    `error`. A caller returns only after its own commit is durable."""
+class GroupThread:
+    """One thread that takes every call queued so far and hands them, as one group, to
+    `run_group`, which must run each job and set its `result` or `error`. For writes it
+    runs each job in a savepoint of its own (one caller's error rolls back only that
+    caller's work) and commits once; a caller returns only after its own commit is
+    durable. One thread hop serves the whole group, which under load costs far less CPU
+    than a worker thread per call (measured on SQLite: 530 against 350-410 creates/s)."""
 
-    def __init__(self, name: str, commit_group: Callable[[list[WriteJob]], None]) -> None:
+    def __init__(self, name: str, run_group: Callable[[list[Job]], None]) -> None:
         self._name = name
-        self._commit_group = commit_group
-        self._queue: queue.SimpleQueue[WriteJob | object] = queue.SimpleQueue()
+        self._run_group = run_group
+        self._queue: queue.SimpleQueue[Job | object] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self.groups = 0  # groups committed or failed; read by the benchmarks
 
@@ -145,8 +147,8 @@ class GroupWriter:
         self._thread.start()
 
     async def stop(self) -> None:
-        """Commit what is queued, then end the thread; a write that arrives later hears
-        that the database is closed."""
+        """Run what is queued, then end the thread; a call that arrives later hears that
+        the database is closed."""
         if self._thread is not None:
             self._queue.put(_STOP)
             await trio.to_thread.run_sync(self._thread.join)
@@ -157,14 +159,14 @@ class GroupWriter:
                 job = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if isinstance(job, WriteJob):
+            if isinstance(job, Job):
                 job.error = closed
                 self._wake([job])
 
     async def submit(self, fn: RepoFn[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self._thread is None:
             raise StorageError("the database is closed")
-        job = WriteJob(fn, args, kwargs, trio.lowlevel.current_trio_token())
+        job = Job(fn, args, kwargs, trio.lowlevel.current_trio_token())
         self._queue.put(job)
         # A caller cancelled meanwhile stops waiting; its job still commits or rolls back
         # whole, and whatever it wrote (an event, an idempotency record) says which.
@@ -179,7 +181,7 @@ class GroupWriter:
             first = self._queue.get()
             if first is _STOP:
                 break
-            batch: list[WriteJob] = [first]  # type: ignore[list-item]
+            batch: list[Job] = [first]  # type: ignore[list-item]
             while len(batch) < MAX_GROUP:
                 try:
                     item = self._queue.get_nowait()
@@ -190,8 +192,8 @@ class GroupWriter:
                     break
                 batch.append(item)  # type: ignore[arg-type]
             try:
-                self._commit_group(batch)
-            except BaseException as error:  # nothing of the group committed: each caller hears why
+                self._run_group(batch)
+            except BaseException as error:  # the group failed as a whole: each caller hears why
                 for job in batch:
                     if job.error is None:
                         job.error, job.result = error, None
@@ -199,7 +201,7 @@ class GroupWriter:
             self._wake(batch)
 
     @staticmethod
-    def _wake(batch: list[WriteJob]) -> None:
+    def _wake(batch: list[Job]) -> None:
         for job in batch:
             try:
                 job.token.run_sync_soon(job.done.set)
