@@ -145,14 +145,17 @@ class CheckoutSessionActor:
         matched = len(request.pin) <= customers.MAX_PIN_LENGTH and customers.pin_matches(
             self.secret_key, attempt.customer, code, request.pin
         )
-        locked = await self.storage.settle_pin_attempt(scope, code, now, matched=matched)
         customer = attempt.customer
+        if matched and customer is not None and customer.outcome == customers.SUCCEEDS:
+            return await self._pay(session, scope, code, now)
+        locked = await self.storage.settle_pin_attempt(scope, code, now, matched=matched)
         if not matched or customer is None:
             return ConfirmResult(LOCKED if locked else WRONG_CREDENTIALS, session)
         if customer.outcome == customers.INSUFFICIENT_FUNDS:
             return ConfirmResult(DECLINED, session)
-        if customer.outcome != customers.SUCCEEDS:
-            return ConfirmResult(BLOCKED, session)
+        return ConfirmResult(BLOCKED, session)
+
+    async def _pay(self, session: CheckoutSession, scope: str, code: str, now: int) -> ConfirmResult:
         payment = Transaction(
             id=ids.transaction_id(),
             merchant_id=session.merchant_id,
@@ -167,7 +170,8 @@ class CheckoutSessionActor:
             session, status=checkout.PAID, version=session.version + 1, updated_at=now, paid_at=now
         )
         event = self._event(paid, "checkout.session.paid", now)
-        if await self.storage.pay_checkout_session(session, payment, now, event):
+        # The attempt settles in the same transaction as the payment: one commit.
+        if await self.storage.settle_pin_and_pay(scope, code, session, payment, now, event):
             self.on_change(paid)
             return ConfirmResult(PAID, paid)
         # Another process moved it on first (paid or expired): storage decided.

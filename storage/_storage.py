@@ -127,10 +127,18 @@ class Storage:
     ) -> bool:
         return await self.db.write(checkout_sessions.mark_expired, session, now_us, event)
 
-    async def pay_checkout_session(
-        self, session: CheckoutSession, payment: Transaction, now_us: int, event: Event
+    async def settle_pin_and_pay(
+        self,
+        scope: str,
+        code: str,
+        session: CheckoutSession,
+        payment: Transaction,
+        now_us: int,
+        event: Event,
     ) -> bool:
-        return await self.db.write(checkout_sessions.pay, session, payment, now_us, event)
+        return await self.db.write(
+            checkout_sessions.settle_and_pay, scope, code, session, payment, now_us, event
+        )
 
     async def checkout_session_transactions(self, session_id: str) -> list[Transaction]:
         return await self.db.read(transactions.for_checkout_session, session_id)

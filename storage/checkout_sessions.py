@@ -7,7 +7,7 @@ from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.transactions import Transaction
 from fgcpay.domain.webhooks import Event
 
-from . import idempotency, transactions, webhooks
+from . import customers, idempotency, transactions, webhooks
 from ._database import Row, Tx
 from ._paging import newest_first
 
@@ -153,3 +153,19 @@ def pay(
     webhooks.record_event(tx, event)
     notify_status(tx, session.id, "paid")
     return True
+
+
+def settle_and_pay(
+    tx: Tx,
+    scope: str,
+    code: str,
+    session: CheckoutSession,
+    payment: Transaction,
+    now_us: int,
+    event: Event,
+) -> bool:
+    """A right PIN's attempt settled and the session paid (`pay`) in one transaction: one
+    durable commit fewer between the customer's confirm and the 'paid' they wait for.
+    The attempt is settled even when the session moved on meanwhile."""
+    customers.settle_attempt(tx, scope, code, now_us, True)
+    return pay(tx, session, payment, now_us, event)

@@ -293,7 +293,7 @@ async def test_a_confirm_that_outlives_its_ask_shows_the_true_outcome(
     )
     merchant = await server.merchant()
     session_id, = await _sessions(merchant, 1)
-    real_pay = server.storage.pay_checkout_session
+    real_pay = server.storage.settle_pin_and_pay
     release = trio.Event()
 
     async def slow_pay(*args: Any) -> bool:
@@ -305,7 +305,7 @@ async def test_a_confirm_that_outlives_its_ask_shows_the_true_outcome(
         paid: bool = await real_pay(*args)
         return paid
 
-    monkeypatch.setattr(server.storage, "pay_checkout_session", slow_pay)
+    monkeypatch.setattr(server.storage, "settle_pin_and_pay", slow_pay)
     answer = await _pay(server, session_id, "TEST-0001", "1234")
     assert not answer.headers["content-type"].startswith("application/json"), answer.text
     if commits:
