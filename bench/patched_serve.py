@@ -22,12 +22,6 @@ Patches (each a sketch of a suggested change, see docs/performance.md):
 - ring-when-queued: the dispatcher is rung after a payment only when the payment queued
   a delivery (the merchant has an endpoint), instead of after every status change (each
   ring costs a claim transaction through the writer, even with nothing to claim).
-- pool-no-idle-timer: the asyncpg pool is created with max_inactive_connection_lifetime=0.
-  By default every release of a pooled connection schedules a 300 s inactivity timer
-  (`loop.call_later`) and the next acquire cancels it; trio-asyncio's loop keeps
-  cancelled timers until they are due, each holding a copy of the request's contextvars
-  (so the request's objects too): some 300 s worth of them stay alive, and full garbage
-  collections grow to 100-300 ms.
 - trace: not a change but a measurement: wall time of the hosted page's view functions,
   the actor's confirm, every `Storage` method, the SQLite writer's group commits and
   the garbage collector's pauses,
@@ -154,18 +148,6 @@ def skip_clear_pin() -> None:
     _storage.Storage.clear_pin_failures = clear_pin_failures  # type: ignore[method-assign]
 
 
-def pool_no_idle_timer() -> None:
-    import asyncpg
-
-    original = asyncpg.create_pool
-
-    def create_pool(*args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("max_inactive_connection_lifetime", 0)
-        return original(*args, **kwargs)
-
-    asyncpg.create_pool = create_pool
-
-
 def ring_when_queued() -> None:
     from fgcpay.actors import webhook_dispatcher as wd
     from fgcpay.storage import webhooks as sw
@@ -289,7 +271,6 @@ PATCHES = {
     "lean-sender": lean_sender,
     "skip-clear-pin": skip_clear_pin,
     "ring-when-queued": ring_when_queued,
-    "pool-no-idle-timer": pool_no_idle_timer,
     "trace": trace,
 }
 

@@ -6,7 +6,7 @@ database's doing or the service's? An aid to reading `bench/run.py`'s list figur
 
 Starts a durable throwaway cluster (`bench/pg_durable.py`), applies the migrations with
 `fgcpay migrate`, makes a merchant and bulk-loads the same rows as `bench/run.py` (COPY,
-VACUUM (ANALYZE), CHECKPOINT). Then, on one asyncpg connection with prepared statements
+VACUUM (ANALYZE), CHECKPOINT). Then, on one psycopg connection with prepared statements
 (as the service's pool does), each list query of `bench/run.py` runs `--runs` times one
 after another: p50/p99/max of the round trip, and EXPLAIN (ANALYZE, BUFFERS) of each, as a
 custom plan and as the generic plan a prepared statement may switch to.
@@ -20,7 +20,7 @@ periodic cause (a background loop of the service) shows.
 from __future__ import annotations
 
 import argparse
-import asyncio
+import re
 import shutil
 import subprocess
 import sys
@@ -65,31 +65,28 @@ QUERIES = {
 }
 
 
-async def check(url: str, merchant_id: str, anchor: str, runs: int) -> None:
-    import asyncpg
+def check(url: str, merchant_id: str, anchor: str, runs: int) -> None:
+    import psycopg
 
-    conn = await asyncpg.connect(url)
-    try:
-        created_at = await conn.fetchval("SELECT created_at FROM checkout_sessions WHERE id = $1", anchor)
-        values = {"m": merchant_id, "s": "paid", "l": 21, "c": created_at, "i": anchor}
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT created_at FROM checkout_sessions WHERE id = %s", (anchor,)).fetchone()
+        values = {"m": merchant_id, "s": "paid", "l": 21, "c": row[0] if row else 0, "i": anchor}
         for name, (sql, keys) in QUERIES.items():
             args = [values[k] for k in keys.split(",")]
-            stmt = await conn.prepare(sql)
+            query = re.sub(r"\$\d+", "%s", sql)
             times = []
             for _ in range(runs):
                 t0 = time.perf_counter()
-                await stmt.fetch(*args)
+                conn.execute(query, args, prepare=True).fetchall()
                 times.append(time.perf_counter() - t0)
             print(f"{name:<26} {fmt_summary(summary_ms(times))}")
             for mode in ("force_custom_plan", "force_generic_plan"):
-                await conn.execute(f"SET plan_cache_mode = {mode}")
-                plan = await conn.fetch(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", *args)
+                conn.execute(f"SET plan_cache_mode = {mode}")
+                plan = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS) {query}", args).fetchall()
                 print(f"  -- {mode}:")
-                for row in plan:
-                    print("     " + row[0])
-            await conn.execute("RESET plan_cache_mode")
-    finally:
-        await conn.close()
+                for line in plan:
+                    print("     " + line[0])
+            conn.execute("RESET plan_cache_mode")
 
 
 async def through_service(port: int, api_key: str, anchor: str, runs: int) -> None:
@@ -133,7 +130,7 @@ def main() -> int:
         anchor, took = pg_bulk_insert(url, merchant_id, args.rows)
         log(f"loaded in {took:.1f} s")
         wait_for_quiet()
-        asyncio.run(check(url, merchant_id, anchor, args.runs))
+        check(url, merchant_id, anchor, args.runs)
         if args.service:
             server = fgcpay_server("fgcpay-pg", env, cwd, 2, cwd, args.patch)
             server.start()

@@ -8,7 +8,7 @@ thread is charged to one component. A sample whose stack passes through one of t
 service's own functions is charged to that function's component (first match in the
 order of `APP_BUCKETS`, so `random_base62` called from `build` counts as ids); any other
 sample is charged to the innermost library frame (Quart/werkzeug, hypercorn/h11,
-trio-asyncio/asyncpg), and what is left is trio's own scheduler and epoll loop.
+psycopg, trio's worker threads), and what is left is trio's own scheduler and epoll loop.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ APP_BUCKETS: list[tuple[str, tuple[str, ...]]] = [
     ("body read (quart request.get_data)", ("TrioRequest.get_data",)),
     ("JSON parse + validation", ("json_object", "parse_create", "parse_list_query")),
     ("session build + to_json + dumps", ("CheckoutSessions.build", "to_json", "dump", "envelope")),
-    ("DB write (writer hand-off / asyncpg tx)", ("SqliteDatabase.write", "PostgresDatabase.write",
+    ("DB write (hand-off to the group writer)", ("SqliteDatabase.write", "PostgresDatabase.write",
                                                  "CheckoutSessions.create")),
     ("DB list query + row mapping", ("CheckoutSessions.page",)),
     ("DB read (other)", ("SqliteDatabase.read", "PostgresDatabase.read")),
@@ -58,7 +58,8 @@ LIB_BUCKETS: list[tuple[str, tuple[str, ...]]] = [
     ("Quart/werkzeug (contexts, routing, req/resp objects)", ("quart/", "quart_trio/", "werkzeug/",
                                                                "flask/", "blinker/")),
     ("hypercorn + h11 (HTTP parse/serialise, socket I/O)", ("hypercorn/", "h11/", "h2/", "wsproto/")),
-    ("trio-asyncio / asyncio / asyncpg", ("trio_asyncio/", "/asyncio/", "asyncpg/")),
+    ("database threads (group threads, worker threads, psycopg)", ("storage/_threads.py", "trio/_threads.py",
+                                                                  "trio/_core/_thread_cache.py", "psycopg/")),
 ]
 REST = "trio scheduler, epoll, other"
 

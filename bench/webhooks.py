@@ -34,7 +34,6 @@ the body. The driver's clock and the receiver's are the same monotonic clock.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import re
@@ -211,53 +210,47 @@ class PgStore:
     def __init__(self, url: str) -> None:
         self.url = url
 
-    def _run(self, fn: Any) -> Any:
-        import asyncpg
+    def _connect(self) -> Any:
+        import psycopg
+        from psycopg.rows import dict_row
 
-        async def main() -> Any:
-            conn = await asyncpg.connect(self.url)
-            try:
-                return await fn(conn)
-            finally:
-                await conn.close()
-
-        return asyncio.run(main())
+        return psycopg.connect(self.url, autocommit=True, row_factory=dict_row)
 
     def template(self) -> dict[str, str]:
-        async def fn(conn: Any) -> dict[str, str]:
-            row = await conn.fetchrow(
+        with self._connect() as conn:
+            row = conn.execute(
                 "SELECT id, resource_id, body FROM events WHERE type = 'checkout.session.paid'"
                 " ORDER BY created_at DESC LIMIT 1"
-            )
-            return {"id": row["id"], "resource_id": row["resource_id"], "body": row["body"]}
-
-        return self._run(fn)  # type: ignore[no-any-return]
+            ).fetchone()
+        return {"id": row["id"], "resource_id": row["resource_id"], "body": row["body"]}
 
     def insert(self, events: list[tuple[Any, ...]], deliveries: list[tuple[Any, ...]]) -> None:
-        async def fn(conn: Any) -> None:
-            async with conn.transaction():
-                await conn.copy_records_to_table("events", records=events, columns=list(EVENT_COLUMNS))
-                await conn.copy_records_to_table("deliveries", records=deliveries, columns=list(DELIVERY_COLUMNS))
-            await conn.execute("VACUUM (ANALYZE) deliveries")
-            await conn.execute("VACUUM (ANALYZE) events")
-            await conn.execute("CHECKPOINT")
-
-        self._run(fn)
+        with self._connect() as conn:
+            with conn.cursor() as cur, conn.transaction():
+                for table, columns, rows in (
+                    ("events", EVENT_COLUMNS, events),
+                    ("deliveries", DELIVERY_COLUMNS, deliveries),
+                ):
+                    with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                        for row in rows:
+                            copy.write_row(row)
+            conn.execute("VACUUM (ANALYZE) deliveries")
+            conn.execute("VACUUM (ANALYZE) events")
+            conn.execute("CHECKPOINT")
 
     def outcome(self, lo_us: int, hi_us: int) -> dict[str, int]:
-        async def fn(conn: Any) -> dict[str, int]:
-            rows = await conn.fetch(
-                "SELECT status, attempts, COUNT(*) AS c FROM deliveries WHERE created_at BETWEEN $1 AND $2"
-                " GROUP BY status, attempts", lo_us, hi_us,
-            )
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT status, attempts, COUNT(*) AS c FROM deliveries WHERE created_at BETWEEN %s AND %s"
+                " GROUP BY status, attempts", (lo_us, hi_us),
+            ).fetchall()
             out = {f"{r['status']} after {r['attempts']} attempt(s)": r["c"] for r in rows}
-            out["attempt rows"] = await conn.fetchval(
-                "SELECT COUNT(*) FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id"
-                " WHERE d.created_at BETWEEN $1 AND $2", lo_us, hi_us,
-            )
-            return out
-
-        return self._run(fn)  # type: ignore[no-any-return]
+            counted = conn.execute(
+                "SELECT COUNT(*) AS c FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id"
+                " WHERE d.created_at BETWEEN %s AND %s", (lo_us, hi_us),
+            ).fetchone()
+        out["attempt rows"] = counted["c"] if counted else 0
+        return out
 
 
 # -- the scenario ------------------------------------------------------------------------------
