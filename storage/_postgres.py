@@ -135,11 +135,6 @@ class PostgresDatabase:
         # The listener's thread is its own: it never takes a reader's place.
         self._listen_limiter = trio.CapacityLimiter(1)
 
-    @property
-    def commits(self) -> int:
-        """Groups committed; read by the benchmark."""
-        return self._writer.groups
-
     def _connect(self) -> psycopg.Connection[Any]:
         timeout_ms = int(self.timeout_seconds * 1000)
         try:

@@ -103,11 +103,6 @@ class SqliteDatabase:
         self._reader_conn: sqlite3.Connection | None = None
         self._open = False
 
-    @property
-    def commits(self) -> int:
-        """Groups committed; read by the benchmark."""
-        return self._writer.groups
-
     def _connect(self) -> sqlite3.Connection:
         return _connect(self.path, self.timeout_seconds)
 

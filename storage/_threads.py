@@ -42,8 +42,6 @@ class Connections(Generic[C]):
         self._close = close
         self._usable = usable
         self._idle: queue.SimpleQueue[C] = queue.SimpleQueue()
-        self._open = 0
-        self._lock = threading.Lock()
         # Bounds the threads that hold a connection, so no more than `size` are ever open.
         self.limiter = trio.CapacityLimiter(size)
         self.closed = False
@@ -79,26 +77,13 @@ class Connections(Generic[C]):
             if self._usable(conn):
                 return conn
             self._discard(conn)  # died while idle (the server restarted): a fresh one
-        with self._lock:
-            self._open += 1
-        try:
-            return self._connect()
-        except BaseException:
-            with self._lock:
-                self._open -= 1
-            raise
+        return self._connect()
 
     def _discard(self, conn: C) -> None:
-        with self._lock:
-            self._open -= 1
         try:
             self._close(conn)
         except Exception:  # closing a broken connection may fail too; it is gone either way
             pass
-
-    @property
-    def open_count(self) -> int:
-        return self._open
 
     def close_all(self) -> None:
         """Close the idle connections; ones in use close when their call returns."""
@@ -140,7 +125,6 @@ class GroupThread:
         self._run_group = run_group
         self._queue: queue.SimpleQueue[Job | object] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
-        self.groups = 0  # groups committed or failed; read by the benchmarks
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
@@ -197,7 +181,6 @@ class GroupThread:
                 for job in batch:
                     if job.error is None:
                         job.error, job.result = error, None
-            self.groups += 1
             self._wake(batch)
 
     @staticmethod
