@@ -26,7 +26,6 @@ from .plumbing import API_PREFIX
 blueprint = Blueprint("openapi", __name__)
 EXTENSION = "fgcpay.openapi"
 REF = "#/components/schemas/{model}"
-METHODS = ("get", "post", "put", "patch", "delete")
 
 NO_BODY: dict[str, Any] = {
     "type": "object",
