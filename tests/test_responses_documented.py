@@ -20,7 +20,7 @@ from conftest import MerchantClient, Server
 from jsonschema import Draft202012Validator
 from receiver import start_receiver
 from test_checkout_sessions import valid_body
-from test_webhooks import add_endpoint, paid_session
+from test_webhooks import paid_session
 
 FAKE = "0" * 24
 DELIVERY_DEADLINE = 30.0
@@ -114,7 +114,10 @@ def _template(path: str) -> str:
     path = path.split("?", 1)[0]
     for pattern, template in (
         (r"/checkout/sessions/[^/]+", "/checkout/sessions/{session_id}"),
-        (r"/webhook_endpoints/[^/]+/rotate_secret", "/webhook_endpoints/{endpoint_id}/rotate_secret"),
+        (
+            r"/webhook_endpoints/[^/]+/rotate_secret",
+            "/webhook_endpoints/{endpoint_id}/rotate_secret",
+        ),
         (r"/webhook_endpoints/[^/]+", "/webhook_endpoints/{endpoint_id}"),
         (r"/events/[^/]+/redeliver", "/events/{event_id}/redeliver"),
         (r"/events/[^/]+", "/events/{event_id}"),
@@ -165,7 +168,9 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
     ):
         answer = await call("post", "/checkout/sessions", content=content, headers=headers)
         assert answer.status_code == status, answer.text
-    assert (await call("post", "/checkout/sessions", json=valid_body(), key="fp_test_x")).status_code == 401
+    assert (
+        await call("post", "/checkout/sessions", json=valid_body(), key="fp_test_x")
+    ).status_code == 401
     assert (await call("get", "/checkout/sessions")).json()["has_more"] is False
     page = (await call("get", "/checkout/sessions", params={"limit": "1"})).json()
     assert page["has_more"] is True and page["next_cursor"]
@@ -195,7 +200,9 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
     spare_id = one.json()["id"]
     rotated = await call("post", f"/webhook_endpoints/{spare_id}/rotate_secret")
     assert rotated.json()["secret"] != one.json()["secret"]
-    assert (await call("post", f"/webhook_endpoints/{spare_id}/rotate_secret", json={"x": 1})).status_code == 400
+    assert (
+        await call("post", f"/webhook_endpoints/{spare_id}/rotate_secret", json={"x": 1})
+    ).status_code == 400
     assert (await call("post", f"/webhook_endpoints/we_{FAKE}/rotate_secret")).status_code == 404
     deleted = await call("delete", f"/webhook_endpoints/{spare_id}")
     assert deleted.json()["deleted"] is True and deleted.json()["status"] == "deleted"
@@ -222,7 +229,14 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
     replayed = await call("post", f"/events/{event_id}/redeliver", headers={"Idempotency-Key": "r"})
     assert replayed.headers.get("Idempotent-Replayed") == "true"
     assert (await call("post", f"/events/evt_{FAKE}/redeliver")).status_code == 404
-    assert (await call("post", f"/events/{event_id}/redeliver", content=b"[]", headers={"Content-Type": "application/json"})).status_code == 400
+    assert (
+        await call(
+            "post",
+            f"/events/{event_id}/redeliver",
+            content=b"[]",
+            headers={"Content-Type": "application/json"},
+        )
+    ).status_code == 400
 
     # The delivery log, once every delivery has had its attempt.
     with trio.fail_after(DELIVERY_DEADLINE):
