@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import attrs
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
+from typing_extensions import TypedDict
 
 from . import money
-from .fields import MAX_REFERENCE, Fields, canonical_json
+from .fields import (
+    MAX_REFERENCE,
+    Choice,
+    Custom,
+    Email,
+    Metadata,
+    Text,
+    Url,
+    canonical_json,
+    fail,
+    ref,
+    validate,
+)
+from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
 from .times import iso_ms
 
 CREATED = "created"
@@ -18,18 +33,6 @@ EXPIRED = "expired"
 STATUSES = (CREATED, PAID, EXPIRED)
 FINAL = frozenset({PAID, EXPIRED})
 
-CREATE_FIELDS = {
-    "amount_fgc",
-    "amount_minor",
-    "currency",
-    "description",
-    "customer_email",
-    "customer_reference",
-    "success_url",
-    "cancel_url",
-    "external_reference",
-    "metadata",
-}
 MAX_DESCRIPTION = 500
 
 
@@ -77,56 +80,100 @@ class CheckoutSession:
         return self.status == CREATED and not self.is_expired_at(now_us)
 
 
-def parse_amounts(fields: Fields) -> tuple[int | None, bool]:
-    """`amount_fgc` (required) and the deprecated `amount_minor`, which must agree with it."""
-    minor: int | None = None
-    if fields.body.get("amount_fgc") is None:
-        fields.fail("amount_fgc", "This field is required.")
-    else:
-        try:
-            minor = money.parse_fgc(fields.body["amount_fgc"])
-        except money.AmountError as error:
-            fields.fail("amount_fgc", f"Must be a valid amount: {error}.")
-    used_minor = "amount_minor" in fields.body and fields.body["amount_minor"] is not None
-    if used_minor:
-        try:
-            legacy = money.parse_minor(fields.body["amount_minor"])
-        except money.AmountError as error:
-            fields.fail("amount_minor", f"Must be a valid amount: {error}.")
-        else:
-            if minor is not None and legacy != minor:
-                fields.fail(
-                    "amount_minor",
-                    f"Must agree with amount_fgc ({money.format_fgc(minor)} FGC is {minor} minor units).",
-                )
-    return minor, used_minor
+class CheckoutSessionCreate(BaseModel):
+    """The `POST /checkout/sessions` body; field order is the order problems are listed in."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    amount_fgc: Annotated[
+        int,
+        Custom(money.parse_fgc, ref("Amount"), prefix="Must be a valid amount: ", suffix="."),
+    ]
+    amount_minor: Annotated[
+        int | None,
+        Custom(
+            money.parse_minor,
+            {
+                "type": "string",
+                "pattern": money.AMOUNT_MINOR_PATTERN,
+                "deprecated": True,
+                "description": (
+                    "Deprecated: the amount in minor units (1 FGC = 100), a string of digits "
+                    "from 1 to 100000000. If sent it must agree with amount_fgc; the response "
+                    "then carries `Deprecation: true`."
+                ),
+            },
+            required=False,
+            prefix="Must be a valid amount: ",
+            suffix=".",
+        ),
+    ] = None
+    currency: Annotated[str, Choice((money.CURRENCY,))]
+    description: Annotated[str, Text(MAX_DESCRIPTION)]
+    success_url: Annotated[
+        str,
+        Url(
+            "Absolute http or https URL. After payment the customer is sent here with "
+            "`checkout_session_id=<id>` added to the query."
+        ),
+    ]
+    cancel_url: Annotated[str, Url("Absolute http or https URL.")]
+    customer_email: Annotated[str | None, Email()] = None
+    customer_reference: Annotated[str | None, Text(MAX_REFERENCE, required=False)] = None
+    external_reference: Annotated[str | None, Text(MAX_REFERENCE, required=False)] = None
+    metadata: Annotated[dict[str, Any], Metadata()] = Field(default_factory=dict)
+
+    @field_validator("amount_minor")
+    @classmethod
+    def _agrees(cls, legacy: int | None, info: ValidationInfo) -> int | None:
+        # A field validator (not a model one), so the disagreement is listed with every
+        # other problem; `amount_fgc` is in `info.data` only when it was valid.
+        minor = info.data.get("amount_fgc")
+        if legacy is not None and minor is not None and legacy != minor:
+            raise fail(
+                f"Must agree with amount_fgc ({money.format_fgc(minor)} FGC is "
+                f"{minor} minor units)."
+            )
+        return legacy
+
+
+AMOUNT_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "pattern": money.AMOUNT_FGC_PATTERN,
+    "description": (
+        "Decimal FGC amount as a string: digits with an optional fraction (leading and "
+        "trailing zeros are fine), at most two significant decimal places, above 0 and at most "
+        "1000000.00; parsed exactly, never rounded. No sign, exponent, spaces or JSON number. "
+        'Responses show exactly two decimals, e.g. "10.50".'
+    ),
+    "examples": ["12.50"],
+}
 
 
 def parse_create(body: dict[str, Any]) -> CheckoutRequest:
     """Validate a creation body; raises `ValidationFailed` listing every problem."""
-    fields = Fields(body, CREATE_FIELDS)
-    minor, used_minor = parse_amounts(fields)
-    fields.choice("currency", (money.CURRENCY,), required=True)
-    description = fields.text("description", required=True, max_len=MAX_DESCRIPTION)
-    success_url = fields.url("success_url", required=True)
-    cancel_url = fields.url("cancel_url", required=True)
-    customer_email = fields.email("customer_email")
-    customer_reference = fields.text("customer_reference", required=False, max_len=MAX_REFERENCE)
-    external_reference = fields.text("external_reference", required=False, max_len=MAX_REFERENCE)
-    metadata = fields.metadata()
-    fields.raise_if_any()
-    assert minor is not None and description and success_url and cancel_url
+    parsed = validate(CheckoutSessionCreate, body)
     return CheckoutRequest(
-        amount_minor=minor,
-        description=description,
-        success_url=success_url,
-        cancel_url=cancel_url,
-        customer_email=customer_email,
-        customer_reference=customer_reference,
-        external_reference=external_reference,
-        metadata=metadata,
-        used_amount_minor=used_minor,
+        amount_minor=parsed.amount_fgc,
+        description=parsed.description,
+        success_url=parsed.success_url,
+        cancel_url=parsed.cancel_url,
+        customer_email=parsed.customer_email,
+        customer_reference=parsed.customer_reference,
+        external_reference=parsed.external_reference,
+        metadata=parsed.metadata,
+        used_amount_minor=parsed.amount_minor is not None,
     )
+
+
+class CheckoutSessionQuery(BaseModel):
+    """`GET /checkout/sessions`: the page and the status filter."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: Annotated[int, Limit()] = DEFAULT_LIMIT
+    status: Annotated[str | None, OneOf(STATUSES)] = None
+    starting_after: Annotated[str | None, Cursor("cs_test_", "a checkout session")] = None
 
 
 def new_session(
@@ -163,7 +210,83 @@ def checkout_url(public_url: str, session_id: str) -> str:
     return f"{public_url}/checkout/{session_id}"
 
 
-def to_json(session: CheckoutSession, public_url: str) -> dict[str, Any]:
+_TIME = "UTC, millisecond precision, e.g. 2026-11-22T14:07:24.621Z"
+Time = Annotated[
+    str, WithJsonSchema({"type": "string", "format": "date-time", "description": _TIME})
+]
+
+
+class CheckoutSessionWire(TypedDict):
+    """A checkout session on the wire (API answers, event payloads)."""
+
+    id: Annotated[str, Field(pattern="^cs_test_[0-9A-Za-z]{24}$")]
+    object: Literal["checkout_session"]
+    mode: Literal["test"]
+    status: Annotated[
+        str,
+        WithJsonSchema(
+            {
+                "type": "string",
+                "enum": list(STATUSES),
+                "description": (
+                    "`created` -> `paid` (the customer authorized on the hosted page) or "
+                    "`expired` (at expires_at). `paid` and `expired` are final."
+                ),
+            }
+        ),
+    ]
+    currency: Annotated[str, WithJsonSchema({"type": "string", "const": money.CURRENCY})]
+    amount_minor: Annotated[
+        str,
+        WithJsonSchema(
+            {
+                "type": "string",
+                "deprecated": True,
+                "description": "Integer minor units as a string.",
+            }
+        ),
+    ]
+    amount_fgc: Annotated[str, Field(description="Normalized, two decimals.")]
+    eur_cents: Annotated[
+        str,
+        Field(
+            description=(
+                "amount_fgc x FGCPAY_EUR_CENTS_PER_FGC (default 100), rounded half-up, as an "
+                "integer string; fixed at creation."
+            )
+        ),
+    ]
+    checkout_session_id: str
+    checkout_url: Annotated[
+        str,
+        WithJsonSchema(
+            {
+                "type": "string",
+                "format": "uri",
+                "description": (
+                    "PUBLIC_URL + /checkout/<id>: the hosted page. Knowing it lets a customer "
+                    "pay: keep it between you and your customer."
+                ),
+            }
+        ),
+    ]
+    customer_email: str | None
+    customer_reference: str | None
+    description: str
+    success_url: str
+    cancel_url: str
+    external_reference: str | None
+    metadata: dict[str, Any]
+    expires_at: Time
+    created_at: Time
+    updated_at: Time
+    paid_at: Annotated[
+        str | None,
+        WithJsonSchema({"type": ["string", "null"], "format": "date-time", "description": _TIME}),
+    ]
+
+
+def to_json(session: CheckoutSession, public_url: str) -> CheckoutSessionWire:
     """The session as the API, the events and the dashboard show it (one serializer)."""
     return {
         "id": session.id,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Literal, NotRequired
 
 import attrs
+from pydantic import Field, WithJsonSchema
+from typing_extensions import TypedDict
 
 from .times import iso_ms
 from .webhooks import ALL_EVENTS
@@ -31,9 +33,34 @@ def decode_events(stored: str) -> tuple[str, ...]:
     return tuple(part for part in stored.split(",") if part) or (ALL_EVENTS,)
 
 
-def to_json(endpoint: WebhookEndpoint, secret: str | None = None) -> dict[str, Any]:
+class WebhookEndpointWire(TypedDict):
+    """An endpoint on the wire; `secret` only in the answers of create and rotate_secret,
+    `deleted` only in the answer of DELETE."""
+
+    id: Annotated[str, Field(pattern="^we_[0-9A-Za-z]{24}$")]
+    object: Literal["webhook_endpoint"]
+    url: str
+    enabled_events: list[str]
+    status: Literal["enabled", "deleted"]
+    created_at: Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
+    secret: NotRequired[
+        Annotated[
+            str,
+            Field(
+                pattern="^whsec_",
+                description=(
+                    "The signing secret: `whsec_` + base64 of 32 random bytes. Only in the "
+                    "answers of create and rotate_secret."
+                ),
+            ),
+        ]
+    ]
+    deleted: NotRequired[Annotated[bool, Field(description="true in the answer of DELETE.")]]
+
+
+def to_json(endpoint: WebhookEndpoint, secret: str | None = None) -> WebhookEndpointWire:
     """The endpoint as the API shows it; the secret only when just created or rotated."""
-    body: dict[str, Any] = {
+    body: WebhookEndpointWire = {
         "id": endpoint.id,
         "object": "webhook_endpoint",
         "url": endpoint.url,

@@ -6,6 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+from typing_extensions import TypedDict
+
+
+class FieldErrorWire(TypedDict):
+    """One entry of a 400's `details`."""
+
+    field: str
+    message: str
 
 
 @attrs.frozen
@@ -15,7 +23,7 @@ class FieldError:
     field: str
     message: str
 
-    def as_json(self) -> dict[str, str]:
+    def as_json(self) -> FieldErrorWire:
         return {"field": self.field, "message": self.message}
 
 

@@ -1,6 +1,10 @@
-"""Field rules shared by every creation request: text, URLs, emails, metadata.
+"""Field rules shared by every request: text, URLs, emails, choices, metadata, query values.
 
-A `Fields` collects every problem of a request body, so one 400 lists them all.
+Each rule is an `Annotated` marker for a pydantic model field. Its validator raises our own
+wording, and its JSON schema (published in the OpenAPI document) is computed from the same
+parameters, so what the server checks and what the document promises cannot drift apart.
+`validate` runs a model and maps every pydantic error to a `FieldError`, so one 400 lists
+every problem of a request.
 """
 
 from __future__ import annotations
@@ -8,7 +12,12 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import attrs
+from pydantic import BaseModel, GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError
+from pydantic_core import PydanticCustomError, core_schema
 
 from .errors import FieldError, ValidationFailed
 from .urls import UrlError, dns_name, parse_http_url
@@ -20,96 +29,290 @@ METADATA_MAX_KEYS = 50
 METADATA_MAX_KEY = 40
 METADATA_MAX_BYTES = 8 * 1024
 
+REQUIRED = "This field is required."
+UNKNOWN_FIELD = "Unknown field."
+# Not blank, and no control characters but tab, newline and carriage return (ECMA-262).
+NOT_BLANK_PATTERN = (
+    "^[^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f]*"
+    "[^\\x00-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    "[^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f]*$"
+)
+TEXT_RULES = "Not blank, and no control characters other than tab, newline and carriage return."
+URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+(?:[/?#]\\S*)?$"
+URL_HOST_RULES = (
+    "The host must be a DNS name (letters, digits, hyphens; IDNA 2008 names accepted), a "
+    f"dotted-quad IPv4 or a bracketed IPv6 address; at most {MAX_URL} characters, no spaces."
+)
+EMAIL_PATTERN = "^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$"
 
-class Fields:
-    """Reads fields from a JSON object, recording errors instead of raising at the first."""
 
-    def __init__(self, body: dict[str, Any], allowed: set[str]) -> None:
-        self.body = body
-        self.errors: list[FieldError] = []
-        for name in sorted(set(body) - allowed):
-            self.fail(name, "Unknown field.")
+def fail(message: str, field: str | None = None) -> PydanticCustomError:
+    """Our wording for one field's problem; `field` overrides the name (e.g. `metadata.k`).
 
-    def fail(self, field: str, message: str) -> None:
-        self.errors.append(FieldError(field, message))
+    The message travels in the context, not the template, so text a caller sent (which
+    may hold braces) is never formatted.
+    """
+    context: dict[str, str] = {"message": message}
+    if field is not None:
+        context["field"] = field
+    return PydanticCustomError("fgcpay", "{message}", context)
 
-    def raise_if_any(self) -> None:
-        if self.errors:
-            raise ValidationFailed(self.errors)
 
-    def present(self, name: str) -> bool:
-        return self.body.get(name) is not None
+COMPONENT = "x-component"
 
-    def text(self, name: str, *, required: bool, min_len: int = 1, max_len: int) -> str | None:
-        value = self.body.get(name)
+
+def ref(name: str) -> dict[str, Any]:
+    """A reference to the shared schema `name` (Amount, Metadata, EventType); the document
+    generator writes it as a `$ref` (pydantic would try to resolve one itself)."""
+    return {COMPONENT: name}
+
+
+def nullable(schema: dict[str, Any], required: bool) -> dict[str, Any]:
+    """An optional field's schema also accepts null (which means absent)."""
+    if required:
+        return schema
+    if "type" in schema:
+        return {**schema, "type": [schema["type"], "null"]}
+    return {"oneOf": [schema, {"type": "null"}]}
+
+
+class Rule:
+    """A field rule: `check` turns a present, non-null value into the clean one or raises
+    `fail(...)`; null is "absent" for an optional field and a missing value for a required one."""
+
+    required: bool = True
+
+    def check(self, value: Any) -> Any:
+        raise NotImplementedError
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON schema of a present value, from the rule's own parameters."""
+        raise NotImplementedError
+
+    def validate(self, value: Any) -> Any:
         if value is None:
-            if required:
-                self.fail(name, "This field is required.")
+            if self.required:
+                raise fail(REQUIRED)
             return None
-        if not isinstance(value, str):
-            self.fail(name, "Must be a string.")
-            return None
-        if not value.strip():
-            self.fail(name, "Must not be blank." if required else "Must not be blank; omit the field instead.")
-            return None
-        if any(ord(ch) < 32 and ch not in "\t\n\r" for ch in value) or "\x00" in value:
-            self.fail(name, "Must not contain control characters.")
-            return None
-        if not min_len <= len(value) <= max_len:
-            self.fail(name, f"Must be {min_len} to {max_len} characters.")
-            return None
-        return value
+        return self.check(value)
 
-    def url(self, name: str, *, required: bool) -> str | None:
-        value = self.text(name, required=required, max_len=MAX_URL)
-        if value is None:
-            return None
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(self.validate)
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        return nullable(self.schema(), self.required)
+
+
+# Control characters other than tab, newline and carriage return.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def text(value: Any, required: bool, min_len: int, max_len: int) -> str:
+    """The text rule, shared by `Text`, `Url` and `Email` (a plain function: it runs for
+    most fields of every create)."""
+    if not isinstance(value, str):
+        raise fail("Must be a string.")
+    if not value.strip():
+        raise fail(
+            "Must not be blank." if required else "Must not be blank; omit the field instead."
+        )
+    if _CONTROL.search(value):
+        raise fail("Must not contain control characters.")
+    if not min_len <= len(value) <= max_len:
+        raise fail(f"Must be {min_len} to {max_len} characters.")
+    return value
+
+
+@attrs.frozen
+class Text(Rule):
+    max_len: int
+    required: bool = True
+    min_len: int = 1
+
+    def check(self, value: Any) -> str:
+        return text(value, self.required, self.min_len, self.max_len)
+
+    def schema(self) -> dict[str, Any]:
+        size = (
+            f"{self.min_len} to {self.max_len} characters."
+            if self.required
+            else f"At most {self.max_len} characters."
+        )
+        return {
+            "type": "string",
+            "minLength": self.min_len,
+            "maxLength": self.max_len,
+            "pattern": NOT_BLANK_PATTERN,
+            "description": f"{size} {TEXT_RULES}",
+        }
+
+
+@attrs.frozen
+class Url(Rule):
+    """An absolute http(s) URL (rules in urls.py), kept as written."""
+
+    about: str
+    required: bool = True
+
+    def check(self, value: Any) -> str:
+        checked = text(value, self.required, 1, MAX_URL)
         try:
-            parse_http_url(value)  # the rules are in urls.py; the URL is kept as written
+            parse_http_url(checked)
         except UrlError as error:
-            self.fail(name, str(error))
-            return None
-        return value
+            raise fail(str(error)) from None
+        return checked
 
-    def email(self, name: str) -> str | None:
-        value = self.text(name, required=False, max_len=MAX_EMAIL)
-        if value is None:
-            return None
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "format": "uri",
+            "maxLength": MAX_URL,
+            "pattern": URL_PATTERN,
+            "description": f"{self.about} {URL_HOST_RULES}",
+        }
+
+
+@attrs.frozen
+class Email(Rule):
+    required: bool = False
+
+    def check(self, value: Any) -> str:
+        checked = text(value, self.required, 1, MAX_EMAIL)
         try:
-            return email_address(value)
+            return email_address(checked)
         except EmailError as error:
-            self.fail(name, f"Must be a valid email address: {error}")
-            return None
+            raise fail(f"Must be a valid email address: {error}") from None
 
-    def choice(self, name: str, choices: tuple[str, ...], *, required: bool) -> str | None:
-        value = self.body.get(name)
-        if value is None:
-            if required:
-                self.fail(name, "This field is required.")
-            return None
-        if value not in choices:
-            self.fail(name, "Must be one of: " + ", ".join(choices) + ".")
-            return None
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "format": "email",
+            "maxLength": MAX_EMAIL,
+            "pattern": EMAIL_PATTERN,
+            "description": (
+                "An address checked for syntax only, offline (never resolved): a dot-atom "
+                "local part and a domain of at least two DNS labels. Reserved names such as "
+                "`.test`, `.example` and `.localhost` are accepted."
+            ),
+        }
+
+
+@attrs.frozen
+class Choice(Rule):
+    choices: tuple[str, ...]
+    required: bool = True
+    description: str | None = None
+
+    def check(self, value: Any) -> str:
+        if value not in self.choices:
+            raise fail("Must be one of: " + ", ".join(self.choices) + ".")
         return str(value)
 
-    def metadata(self, name: str = "metadata") -> dict[str, Any]:
-        value = self.body.get(name)
-        if value is None:
-            return {}
+    def schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string", "enum": list(self.choices)}
+        if self.description:
+            schema["description"] = self.description
+        return schema
+
+
+@attrs.frozen
+class Metadata(Rule):
+    """Any JSON object within the size limits; null or absent is `{}`."""
+
+    required: bool = False
+
+    def validate(self, value: Any) -> dict[str, Any]:
+        return {} if value is None else self.check(value)
+
+    def check(self, value: Any) -> dict[str, Any]:
         if not isinstance(value, dict):
-            self.fail(name, "Must be a JSON object.")
-            return {}
+            raise fail("Must be a JSON object.")
         if len(value) > METADATA_MAX_KEYS:
-            self.fail(name, f"Must have at most {METADATA_MAX_KEYS} keys.")
-            return {}
+            raise fail(f"Must have at most {METADATA_MAX_KEYS} keys.")
         for key in value:
             if not 1 <= len(key) <= METADATA_MAX_KEY:
-                self.fail(f"{name}.{key[:METADATA_MAX_KEY]}", f"Keys must be 1 to {METADATA_MAX_KEY} characters.")
-                return {}
+                raise fail(
+                    f"Keys must be 1 to {METADATA_MAX_KEY} characters.",
+                    f"metadata.{key[:METADATA_MAX_KEY]}",
+                )
         if len(canonical_json(value).encode("utf-8")) > METADATA_MAX_BYTES:
-            self.fail(name, "Must be at most 8 KiB when serialized.")
-            return {}
+            raise fail("Must be at most 8 KiB when serialized.")
         return value
+
+    def schema(self) -> dict[str, Any]:
+        return ref("Metadata")
+
+    @staticmethod
+    def component() -> dict[str, Any]:
+        return {
+            "type": "object",
+            "maxProperties": METADATA_MAX_KEYS,
+            "propertyNames": {"minLength": 1, "maxLength": METADATA_MAX_KEY},
+            "description": (
+                f"Any JSON object: at most {METADATA_MAX_KEYS} keys, keys at most "
+                f"{METADATA_MAX_KEY} characters, at most 8 KiB serialized."
+            ),
+        }
+
+
+@attrs.frozen
+class Custom(Rule):
+    """A rule given as a parse function raising `ValueError` (the message is prefixed)."""
+
+    parse: Callable[[Any], Any]
+    json_schema: dict[str, Any]
+    required: bool = True
+    prefix: str = ""
+    suffix: str = ""
+
+    def check(self, value: Any) -> Any:
+        try:
+            return self.parse(value)
+        except ValueError as error:
+            raise fail(f"{self.prefix}{error}{self.suffix}") from None
+
+    def schema(self) -> dict[str, Any]:
+        return self.json_schema
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def validate(
+    model: type[Model],
+    data: dict[str, Any],
+    *,
+    unknown: str = UNKNOWN_FIELD,
+    message: str | None = None,
+) -> Model:
+    """`data` through `model`, or `ValidationFailed` naming every problem: unknown fields
+    first (sorted), then the model's fields in declaration order."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as failed:
+        raise ValidationFailed(field_errors(failed, unknown), message) from None
+
+
+def field_errors(failed: ValidationError, unknown: str = UNKNOWN_FIELD) -> list[FieldError]:
+    extra: list[FieldError] = []
+    rest: list[FieldError] = []
+    for error in failed.errors(include_url=False, include_input=False):
+        name = ".".join(str(part) for part in error["loc"])
+        kind = error["type"]
+        context = error.get("ctx") or {}
+        if kind == "extra_forbidden":
+            extra.append(FieldError(name, unknown))
+        elif kind == "missing":
+            rest.append(FieldError(name, REQUIRED))
+        elif "message" in context:
+            rest.append(FieldError(context.get("field", name), context["message"]))
+        else:  # a rule always speaks for itself; this is only a safety net
+            rest.append(FieldError(name, "Must be a valid value."))
+    return sorted(extra, key=lambda error: error.field) + rest
 
 
 class EmailError(ValueError):
@@ -160,3 +363,12 @@ def email_address(value: str) -> str:
 def canonical_json(value: Any) -> str:
     """Sorted keys, no spaces, UTF-8 kept: the form hashed and stored."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def once(values: Any) -> str:
+    """A query parameter's one value (the query model gets a list for a repeated one)."""
+    if isinstance(values, list):
+        raise fail("Give this parameter once.")
+    return str(values)
+
+

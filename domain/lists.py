@@ -1,13 +1,20 @@
-"""List queries and the list envelope, per the contract's "Lists" section."""
+"""List queries and the list envelope, per the contract's "Lists" section.
+
+Each list declares its query as a model of rules (`limit`, `starting_after`, its filters);
+the OpenAPI document's parameters are generated from the same models.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import attrs
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
 
 from .errors import FieldError, ValidationFailed
+from .fields import Rule, fail, once, validate
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -31,54 +38,118 @@ def reject_query(args: Mapping[str, object]) -> None:
 
 
 @attrs.frozen
-class ListQuery:
-    limit: int
-    status: str | None
-    starting_after: str | None
+class Limit(Rule):
+    """`limit`: 1 to 100; the model field's default (20) applies when it is absent."""
 
-
-def parse_list_query(
-    args: Mapping[str, Sequence[str]], statuses: Sequence[str], filter_name: str = "status"
-) -> ListQuery:
-    """`limit` 1..100 (default 20), `starting_after` a cursor, and the filter
-    `filter_name` (`status`, or `type` for events) one of `statuses`; the filter's value
-    is returned as `ListQuery.status`.
-
-    Any other parameter, a repeated one, or a bad value is a 400 naming it.
-    """
-    problems: list[FieldError] = []
-    known = {"limit", filter_name, "starting_after"}
-    for name in sorted(set(args) - known):
-        problems.append(FieldError(name, UNKNOWN_PARAMETER))
-    values: dict[str, str] = {}
-    for name in known & set(args):
-        given = args[name]
-        if len(given) != 1:
-            problems.append(FieldError(name, "Give this parameter once."))
-        else:
-            values[name] = given[0]
-    limit = DEFAULT_LIMIT
-    if "limit" in values:
-        raw = values["limit"]
+    def check(self, values: Any) -> int:
+        raw = once(values)
         # Bound the length before int(): past 4300 digits it raises (a 500, not a 400).
         digits = raw.lstrip("0") if raw.isascii() and raw.isdigit() else ""
         if not digits or len(digits) > 3 or not 1 <= int(digits) <= MAX_LIMIT:
-            problems.append(FieldError("limit", f"Must be an integer from 1 to {MAX_LIMIT}."))
-        else:
-            limit = int(digits)
-    status = values.get(filter_name)
-    if status is not None and status not in statuses:
-        problems.append(FieldError(filter_name, "Must be one of: " + ", ".join(statuses) + "."))
-    starting_after = values.get("starting_after")
-    if starting_after is not None and not starting_after:
-        problems.append(FieldError("starting_after", BAD_CURSOR))
-    if problems:
-        raise query_error(problems)
-    return ListQuery(limit=limit, status=status, starting_after=starting_after)
+            raise fail(f"Must be an integer from 1 to {MAX_LIMIT}.")
+        return int(digits)
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "description": f"1 to {MAX_LIMIT}, default {DEFAULT_LIMIT}.",
+        }
 
 
-def envelope(data: list[dict[str, Any]], has_more: bool, last_id: str | None) -> dict[str, Any]:
-    """`{"object": "list", "data", "has_more", "next_cursor"}`; the cursor is the last id."""
+@attrs.frozen
+class Cursor(Rule):
+    """`starting_after`: the `next_cursor` of a previous page, an id of the listed kind.
+
+    Only emptiness is refused here; an id that is not one of the merchant's is refused by
+    the list itself, with the same message."""
+
+    prefix: str
+    kind: str  # "a checkout session", ...
+    required: bool = False
+
+    def check(self, values: Any) -> str:
+        raw = once(values)
+        if not raw:
+            raise fail(BAD_CURSOR)
+        return raw
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "minLength": 1,
+            "pattern": f"^{self.prefix}[0-9A-Za-z]{{24}}$",
+            "description": (
+                f"The `next_cursor` of the previous page: the id of {self.kind} of yours "
+                "(any other value is 400)."
+            ),
+        }
+
+
+@attrs.frozen
+class OneOf(Rule):
+    """A filter whose value is one of `choices` (a status, an event type)."""
+
+    choices: Sequence[str]
+    required: bool = False
+
+    def check(self, values: Any) -> str:
+        raw = once(values)
+        if raw not in self.choices:
+            raise fail("Must be one of: " + ", ".join(self.choices) + ".")
+        return raw
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": list(self.choices)}
+
+
+@attrs.frozen
+class ListQuery:
+    limit: int
+    status: str | None  # the list's filter: `status`, or `type` for events
+    starting_after: str | None
+
+
+QueryModel = TypeVar("QueryModel", bound=BaseModel)
+
+
+def parse_query(model: type[QueryModel], args: Mapping[str, Sequence[str]]) -> QueryModel:
+    """The query string (name -> every value given) through `model`: any unknown or
+    repeated parameter or bad value is a 400 naming it, all of them at once."""
+    flat = {name: values[0] if len(values) == 1 else list(values) for name, values in args.items()}
+    return validate(model, flat, unknown=UNKNOWN_PARAMETER, message=QUERY_MESSAGE)
+
+
+def parse_list_query(
+    model: type[BaseModel], args: Mapping[str, Sequence[str]], filter_name: str = "status"
+) -> ListQuery:
+    """A list's page query; the filter `filter_name`'s value is `ListQuery.status`."""
+    query = parse_query(model, args)
+    return ListQuery(
+        limit=getattr(query, "limit"),  # noqa: B009 - every list model declares it
+        status=getattr(query, filter_name),
+        starting_after=getattr(query, "starting_after"),  # noqa: B009
+    )
+
+
+Item = TypeVar("Item")
+
+
+class Page(TypedDict, Generic[Item]):
+    """The wire form of every list: `{"object": "list", "data", "has_more", "next_cursor"}`."""
+
+    object: Literal["list"]
+    data: list[Item]
+    has_more: bool
+    next_cursor: Annotated[
+        str | None,
+        Field(description="Pass as starting_after for the next page; null on the last page."),
+    ]
+
+
+def envelope(data: list[Item], has_more: bool, last_id: str | None) -> Page[Item]:
+    """A page; the cursor is the last id, only when there is more."""
     return {
         "object": "list",
         "data": data,

@@ -10,14 +10,15 @@ import json
 import random
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import attrs
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, with_config
+from typing_extensions import TypedDict
 
 from . import ids
-from .errors import FieldError, ValidationFailed
-from .fields import Fields
-from .lists import ListQuery, parse_list_query, query_error
+from .fields import Custom, Rule, Url, fail, once, ref, validate
+from .lists import DEFAULT_LIMIT, Cursor, Limit, ListQuery, OneOf, parse_query
 from .times import iso_ms
 
 EVENT_TYPES = (
@@ -141,7 +142,9 @@ def retry_delay(attempts_made: int, retry_after: int | None, rng: random.Random 
     return delay
 
 
-def event_body(event_id: str, event_type: str, created_at: int, sequence: int, data_object: dict[str, Any]) -> dict[str, Any]:
+def event_body(
+    event_id: str, event_type: str, created_at: int, sequence: int, data_object: Mapping[str, Any]
+) -> EventWire:
     return {
         "id": event_id,
         "object": "event",
@@ -149,7 +152,7 @@ def event_body(event_id: str, event_type: str, created_at: int, sequence: int, d
         "mode": "test",
         "created_at": iso_ms(created_at),
         "sequence": sequence,
-        "data": {"object": data_object},
+        "data": {"object": dict(data_object)},
     }
 
 
@@ -170,7 +173,7 @@ def new_event(
     event_type: str,
     resource_id: str,
     sequence: int,
-    data_object: dict[str, Any],
+    data_object: Mapping[str, Any],
     now_us: int,
 ) -> Event:
     """An event whose body is fixed now, so every delivery sends the same bytes."""
@@ -192,27 +195,107 @@ class EndpointRequest:
     enabled_events: tuple[str, ...]  # ("*",) for every type
 
 
-def parse_endpoint(body: dict[str, Any]) -> EndpointRequest:
-    fields = Fields(body, {"url", "enabled_events"})
-    url = fields.url("url", required=True)
-    events = parse_event_types(fields, body.get("enabled_events"))
-    fields.raise_if_any()
-    assert url is not None
-    return EndpointRequest(url=url, enabled_events=events)
-
-
-def parse_event_types(fields: Fields, value: Any) -> tuple[str, ...]:
-    if value is None:
-        return (ALL_EVENTS,)
+def _event_types(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        fields.fail("enabled_events", "Must be a non-empty list of event types, or omitted for all.")
-        return (ALL_EVENTS,)
+        raise fail("Must be a non-empty list of event types, or omitted for all.")
     if ALL_EVENTS in value:
         return (ALL_EVENTS,)
     unknown = sorted(set(value) - set(EVENT_TYPES))
     if unknown:
-        fields.fail("enabled_events", "Unknown event types: " + ", ".join(unknown[:5]) + ".")
-    return tuple(sorted(set(value) & set(EVENT_TYPES)))
+        raise fail("Unknown event types: " + ", ".join(unknown[:5]) + ".")
+    return tuple(sorted(set(value)))
+
+
+class WebhookEndpointCreate(BaseModel):
+    """The `POST /webhook_endpoints` body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: Annotated[
+        str,
+        Url(
+            "Absolute http(s) URL. Private, loopback and link-local targets are refused unless "
+            "the operator sets FGCPAY_WEBHOOK_ALLOW_PRIVATE=1; checked on save and again before "
+            "every delivery, after DNS resolution."
+        ),
+    ]
+    enabled_events: Annotated[
+        tuple[str, ...] | None,
+        Custom(
+            _event_types,
+            {
+                "type": "array",
+                "minItems": 1,
+                "items": {"oneOf": [ref("EventType"), {"const": ALL_EVENTS}]},
+                "description": 'Event types to receive; omitted or ["*"] for all.',
+            },
+            required=False,
+        ),
+    ] = None
+
+
+def parse_endpoint(body: dict[str, Any]) -> EndpointRequest:
+    parsed = validate(WebhookEndpointCreate, body)
+    return EndpointRequest(url=parsed.url, enabled_events=parsed.enabled_events or (ALL_EVENTS,))
+
+
+class EventQuery(BaseModel):
+    """`GET /events`: the page and the type filter."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: Annotated[int, Limit()] = DEFAULT_LIMIT
+    type: Annotated[str | None, OneOf(EVENT_TYPES)] = None
+    starting_after: Annotated[str | None, Cursor("evt_", "an event")] = None
+
+
+EventTypeName = Annotated[str, WithJsonSchema(ref("EventType"))]
+Time = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
+
+
+class EventData(TypedDict):
+    object: Annotated[
+        dict[str, Any],
+        WithJsonSchema(
+            {"description": "The resource as the API returns it (e.g. a CheckoutSession)."}
+        ),
+    ]
+
+
+class EventWire(TypedDict):
+    """An event: the exact body its deliveries send and the API returns."""
+
+    id: Annotated[
+        str,
+        Field(
+            pattern="^evt_[0-9A-Za-z]{24}$",
+            description="Constant across retries and redeliveries: use it to drop duplicates.",
+        ),
+    ]
+    object: Literal["event"]
+    type: EventTypeName
+    mode: Literal["test"]
+    created_at: Time
+    sequence: Annotated[
+        int,
+        Field(
+            description=(
+                "Grows with every change of the resource: drop an event older than one "
+                "already applied."
+            )
+        ),
+    ]
+    data: EventData
+
+
+class RedeliveryWire(TypedDict):
+    object: Literal["redelivery"]
+    event_id: str
+    deliveries_queued: int
+
+
+def redelivery_to_json(event_id: str, queued: int) -> RedeliveryWire:
+    return {"object": "redelivery", "event_id": event_id, "deliveries_queued": queued}
 
 
 @attrs.frozen
@@ -269,7 +352,66 @@ class Delivery:
     attempts: tuple[DeliveryAttempt, ...]
 
 
-def delivery_to_json(delivery: Delivery) -> dict[str, Any]:
+@with_config(ConfigDict(extra="forbid"))
+class WebhookDeliveryAttemptWire(TypedDict):
+    at: Time
+    status_code: Annotated[
+        int | None, Field(description="The receiver's HTTP status; null when no answer came.")
+    ]
+    latency_ms: Annotated[int, Field(ge=0)]
+    error: Annotated[
+        str | None,
+        Field(
+            description=(
+                "Why no answer came (connection refused, timeout, destination refused); "
+                "null on an answer."
+            )
+        ),
+    ]
+    response_body: Annotated[
+        str | None,
+        Field(description="The answer's first 2 KiB as text; null when no answer came."),
+    ]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class WebhookDeliveryWire(TypedDict):
+    """A delivery with its attempts, as the API and `fgcpay webhook deliveries` show it."""
+
+    id: Annotated[str, Field(pattern="^whd_[0-9A-Za-z]{24}$")]
+    object: Literal["webhook_delivery"]
+    event_id: Annotated[str, Field(pattern="^evt_[0-9A-Za-z]{24}$")]
+    event_type: EventTypeName
+    endpoint_id: Annotated[str, Field(pattern="^we_[0-9A-Za-z]{24}$")]
+    status: Annotated[
+        str,
+        WithJsonSchema(
+            {
+                "type": "string",
+                "enum": list(DELIVERY_STATUSES),
+                "description": (
+                    "`pending` until an attempt gets a 2xx (`succeeded`) or the retries run out "
+                    "or the endpoint is deleted (`failed`)."
+                ),
+            }
+        ),
+    ]
+    attempt_count: Annotated[int, Field(ge=0)]
+    next_attempt_at: Annotated[
+        str | None,
+        WithJsonSchema(
+            {
+                "type": ["string", "null"],
+                "format": "date-time",
+                "description": "When the next attempt is due; null once the delivery is final.",
+            }
+        ),
+    ]
+    created_at: Time
+    attempts: Annotated[list[WebhookDeliveryAttemptWire], Field(description="Oldest first.")]
+
+
+def delivery_to_json(delivery: Delivery) -> WebhookDeliveryWire:
     """The delivery as the API and `fgcpay webhook deliveries` show it."""
     return {
         "id": delivery.id,
@@ -306,34 +448,56 @@ class DeliveryQuery:
     event_id: str | None
 
 
-_ID_FILTERS = (
-    ("endpoint_id", "we_", "a webhook endpoint id (we_...)"),
-    ("event_id", "evt_", "an event id (evt_...)"),
-)
+@attrs.frozen
+class IdFilter(Rule):
+    """`endpoint_id` / `event_id`: an id of the given kind."""
+
+    prefix: str
+    what: str
+    description: str
+    required: bool = False
+
+    def check(self, values: Any) -> str:
+        raw = once(values)
+        if not ids.looks_like_id(raw, self.prefix, 24):
+            raise fail(f"Must be {self.what}.")
+        return raw
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "pattern": f"^{self.prefix}[0-9A-Za-z]{{24}}$",
+            "description": self.description,
+        }
+
+
+class WebhookDeliveryQuery(BaseModel):
+    """`GET /webhook_deliveries`: the page, the status filter and the two id filters."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: Annotated[int, Limit()] = DEFAULT_LIMIT
+    starting_after: Annotated[str | None, Cursor(DELIVERY_PREFIX, "a webhook delivery")] = None
+    status: Annotated[str | None, OneOf(DELIVERY_STATUSES)] = None
+    endpoint_id: Annotated[
+        str | None,
+        IdFilter(
+            "we_",
+            "a webhook endpoint id (we_...)",
+            "Only deliveries to this webhook endpoint (a deleted one too).",
+        ),
+    ] = None
+    event_id: Annotated[
+        str | None, IdFilter("evt_", "an event id (evt_...)", "Only deliveries of this event.")
+    ] = None
 
 
 def parse_delivery_query(args: Mapping[str, Sequence[str]]) -> DeliveryQuery:
     """`limit`, `starting_after`, `status` as every list has them, and `endpoint_id`,
     `event_id`; every bad parameter is named in one 400."""
-    problems: list[FieldError] = []
-    found: dict[str, str | None] = {}
-    for name, prefix, what in _ID_FILTERS:
-        given = args.get(name)
-        found[name] = None
-        if given is None:
-            continue
-        if len(given) != 1:
-            problems.append(FieldError(name, "Give this parameter once."))
-        elif not ids.looks_like_id(given[0], prefix, 24):
-            problems.append(FieldError(name, f"Must be {what}."))
-        else:
-            found[name] = given[0]
-    rest = {name: values for name, values in args.items() if name not in found}
-    page = None
-    try:
-        page = parse_list_query(rest, DELIVERY_STATUSES)
-    except ValidationFailed as failed:
-        problems = failed.errors + problems
-    if problems or page is None:
-        raise query_error(problems)
-    return DeliveryQuery(page=page, endpoint_id=found["endpoint_id"], event_id=found["event_id"])
+    query = parse_query(WebhookDeliveryQuery, args)
+    return DeliveryQuery(
+        page=ListQuery(limit=query.limit, status=query.status, starting_after=query.starting_after),
+        endpoint_id=query.endpoint_id,
+        event_id=query.event_id,
+    )

@@ -35,4 +35,5 @@ def create_app(service: Service) -> QuartTrio:
     app.register_blueprint(webhooks.blueprint)
     app.register_blueprint(deliveries.blueprint)
     app.register_blueprint(hosted_page.blueprint)
+    openapi.install(app)
     return app

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 from fgcpay.domain import checkout
-from fgcpay.domain.lists import envelope, parse_list_query
+from fgcpay.domain.lists import Page, envelope, parse_list_query
 from quart import Blueprint, Response, request
 
 from .body import json_object
 from .idempotency import idempotent, pending, stored_headers
+from .operations import operation
 from .plumbing import current_service, principal
 from .responses import JSON_TYPE, dump, json_response
 
 blueprint = Blueprint("checkout_sessions", __name__, url_prefix="/api/v1/checkout/sessions")
+TAG = "Checkout sessions"
 
 
 @blueprint.post("")
+@operation(
+    operation_id="createCheckoutSession",
+    summary="Create a one-time checkout session",
+    tag=TAG,
+    body=checkout.CheckoutSessionCreate,
+    status=201,
+    answer="Created, status `created`.",
+    schema=checkout.CheckoutSessionWire,
+    idempotent=True,
+    headers=("Deprecation",),
+)
 @idempotent
 async def create_checkout_session() -> Response:
     service = current_service()
@@ -35,9 +48,18 @@ async def create_checkout_session() -> Response:
 
 
 @blueprint.get("")
+@operation(
+    operation_id="listCheckoutSessions",
+    summary="List checkout sessions, newest first",
+    tag=TAG,
+    query=checkout.CheckoutSessionQuery,
+    status=200,
+    answer="A page of sessions.",
+    schema=Page[checkout.CheckoutSessionWire],
+)
 async def list_checkout_sessions() -> Response:
     service = current_service()
-    query = parse_list_query(request.args.to_dict(flat=False), checkout.STATUSES)
+    query = parse_list_query(checkout.CheckoutSessionQuery, request.args.to_dict(flat=False))
     rows, has_more = await service.checkout.page(
         principal().merchant.id, query.status, query.starting_after, query.limit
     )
@@ -47,6 +69,14 @@ async def list_checkout_sessions() -> Response:
 
 
 @blueprint.get("/<session_id>")
+@operation(
+    operation_id="getCheckoutSession",
+    summary="Retrieve a checkout session",
+    tag=TAG,
+    status=200,
+    answer="The session.",
+    schema=checkout.CheckoutSessionWire,
+)
 async def get_checkout_session(session_id: str) -> Response:
     service = current_service()
     session = await service.checkout.get(principal().merchant.id, session_id)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from fgcpay.actors.deliveries import DeliveryLog
 from fgcpay.domain import webhooks
-from fgcpay.domain.lists import envelope
+from fgcpay.domain.lists import Page, envelope
 from quart import Blueprint, Response, request
 
+from .operations import operation
 from .plumbing import current_service, principal
 from .responses import json_response
 
@@ -18,6 +19,20 @@ def _log() -> DeliveryLog:
 
 
 @blueprint.get("/webhook_deliveries")
+@operation(
+    operation_id="listWebhookDeliveries",
+    summary="List webhook deliveries, each with its attempts, newest first",
+    description=(
+        "The delivery log: every delivery of an event to an endpoint (a redelivery is a new "
+        "delivery), with every attempt (time, status code, latency, error, first 2 KiB of the "
+        "answer). Filters combine."
+    ),
+    tag="Webhook deliveries",
+    query=webhooks.WebhookDeliveryQuery,
+    status=200,
+    answer="A page of deliveries.",
+    schema=Page[webhooks.WebhookDeliveryWire],
+)
 async def list_webhook_deliveries() -> Response:
     query = webhooks.parse_delivery_query(request.args.to_dict(flat=False))
     rows, has_more = await _log().page(principal().merchant.id, query)
@@ -26,6 +41,14 @@ async def list_webhook_deliveries() -> Response:
 
 
 @blueprint.get("/webhook_deliveries/<delivery_id>")
+@operation(
+    operation_id="getWebhookDelivery",
+    summary="Retrieve a webhook delivery with its attempts",
+    tag="Webhook deliveries",
+    status=200,
+    answer="The delivery.",
+    schema=webhooks.WebhookDeliveryWire,
+)
 async def get_webhook_delivery(delivery_id: str) -> Response:
     delivery = await _log().get(principal().merchant.id, delivery_id)
     return json_response(webhooks.delivery_to_json(delivery))

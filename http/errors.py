@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Annotated, Any
 
 from fgcpay.domain import errors
 from fgcpay.logs import log_event
 from fgcpay.storage import DatabaseUnavailable
+from pydantic import ConfigDict, Field, WithJsonSchema, with_config
 from quart import Response, g
 from quart_trio import QuartTrio
+from typing_extensions import TypedDict
 from werkzeug.exceptions import HTTPException
 
 JSON_TYPE = "application/json"
@@ -34,6 +36,50 @@ _HTTP_ERRORS: dict[int, tuple[str, str]] = {
 }
 
 
+# Every code an ApiError may carry (some belong to resources still to come).
+ERROR_CODES = (
+    "validation_error",
+    "invalid_json",
+    "invalid_api_key",
+    "not_found",
+    "subscription_not_found",
+    "method_not_allowed",
+    "idempotency_key_conflict",
+    "idempotency_key_in_use",
+    "subscription_not_cancellable",
+    "checkout_session_not_paid",
+    "request_timeout",
+    "request_header_fields_too_large",
+    "payload_too_large",
+    "unsupported_media_type",
+    "rate_limited",
+    "internal_error",
+    "service_unavailable",
+)
+
+
+@with_config(ConfigDict(extra="forbid"))
+class ApiError(TypedDict):
+    """The body of every error answer."""
+
+    code: Annotated[str, WithJsonSchema({"type": "string", "enum": list(ERROR_CODES)})]
+    message: Annotated[
+        str, Field(description="For a person; may change. Never contains a key, secret or PIN.")
+    ]
+    details: Annotated[
+        Any,
+        WithJsonSchema(
+            {
+                "description": (
+                    "For `validation_error`: a list of `{field, message}` (FieldError). For "
+                    "`rate_limited`: `{retry_after_seconds}`. Otherwise null or an object."
+                )
+            }
+        ),
+    ]
+    request_id: Annotated[str, Field(pattern="^req_[0-9A-Za-z]{16}$")]
+
+
 class HeadersTooLarge(errors.ServiceError):
     """The request head is over the server's limit (`fgcpay.server.MAX_HEADER_BYTES`)."""
 
@@ -45,10 +91,13 @@ class HeadersTooLarge(errors.ServiceError):
 
 
 def error_body(code: str, message: str, details: Any, request_id: str) -> bytes:
-    return json.dumps(
-        {"code": code, "message": message, "details": details, "request_id": request_id},
-        separators=(",", ":"),
-    ).encode()
+    body: ApiError = {
+        "code": code,
+        "message": message,
+        "details": details,
+        "request_id": request_id,
+    }
+    return json.dumps(body, separators=(",", ":")).encode()
 
 
 def api_error_response(error: errors.ServiceError) -> Response:

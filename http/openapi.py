@@ -1,30 +1,241 @@
-"""Serves the OpenAPI 3.1 document kept beside this module (openapi.json)."""
+"""The OpenAPI 3.1 document, generated at app creation from the routes (`app.url_map`),
+their `@operation` declarations and the models they name; served at /api/v1/openapi.json."""
 
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-from quart import Blueprint, Response
+from fgcpay.domain import webhooks
+from fgcpay.domain.checkout import AMOUNT_SCHEMA
+from fgcpay.domain.errors import FieldErrorWire
+from fgcpay.domain.fields import COMPONENT, Metadata
+from pydantic import TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
+from pydantic_core import core_schema
+from quart import Blueprint, Response, current_app
+from quart_trio import QuartTrio
+
+from . import openapi_parts as parts
+from .errors import ApiError
+from .operations import Operation, declared, operation
+from .plumbing import API_PREFIX
 
 blueprint = Blueprint("openapi", __name__)
+EXTENSION = "fgcpay.openapi"
+REF = "#/components/schemas/{model}"
+
+NO_BODY: dict[str, Any] = {
+    "type": "object",
+    "maxProperties": 0,
+    "description": "This operation takes no body fields: send no body, or `{}`.",
+}
+
+
+class _Schemas(GenerateJsonSchema):
+    """Components named after the wire types (`CheckoutSessionWire` -> `CheckoutSession`,
+    `Page[CheckoutSessionWire]` -> `CheckoutSessionList`), without pydantic's titles."""
+
+    def normalize_name(self, name: str) -> str:
+        page = re.fullmatch(r"Page\[(\w+?)(?:Wire)?\]", name)
+        if page:
+            return page[1] + "List"
+        return super().normalize_name(re.sub(r"Wire$", "", name))
+
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        # `{"type": ["string", "null"]}` rather than an anyOf, as the document always said.
+        inner = self.generate_inner(schema["schema"])
+        if isinstance(inner.get("type"), str) and "$ref" not in inner:
+            return {**inner, "type": [inner["type"], "null"]}
+        return super().nullable_schema(schema)
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def typed_dict_schema(self, schema: core_schema.TypedDictSchema) -> JsonSchemaValue:
+        found = super().typed_dict_schema(schema)
+        found.pop("title", None)
+        found.pop("description", None)  # docstrings are for us; the document says its own
+        return found
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        found = super().model_schema(schema)
+        found.pop("title", None)
+        found.pop("description", None)
+        return found
+
+
+def _types(operations: list[Operation]) -> list[tuple[str, Any]]:
+    """Every named type the document shows, keyed for lookup."""
+    found: dict[str, Any] = {"ApiError": ApiError, "FieldError": FieldErrorWire}
+    for op in operations:
+        for kind in (op.body, op.query, op.schema):
+            if kind is not None and not isinstance(kind, dict):
+                found[_key(kind)] = kind
+    return list(found.items())
+
+
+def _key(kind: object) -> str:
+    return repr(kind)
+
+
+def _schemas(operations: list[Operation]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(schema per type key, components.schemas) in one generation, sharing definitions."""
+    inputs: list[tuple[str, JsonSchemaMode, TypeAdapter[Any]]] = [
+        (key, "validation", TypeAdapter[Any](kind)) for key, kind in _types(operations)
+    ]
+    by_key, definitions = TypeAdapter.json_schemas(
+        inputs, ref_template=REF, schema_generator=_Schemas
+    )
+    components: dict[str, Any] = dict(definitions.get("$defs", {}))
+    components.update(
+        Amount=AMOUNT_SCHEMA,
+        Metadata=Metadata.component(),
+        EventType={"type": "string", "enum": list(webhooks.EVENT_TYPES)},
+        NoBody=NO_BODY,
+    )
+    return {key: schema for (key, _), schema in by_key.items()}, components
+
+
+def _references(node: Any) -> Any:
+    """The rules' `x-component` markers as `$ref`s."""
+    if isinstance(node, dict):
+        found = {key: _references(value) for key, value in node.items() if key != COMPONENT}
+        if COMPONENT in node:
+            return {"$ref": REF.format(model=node[COMPONENT]), **found}
+        return found
+    if isinstance(node, list):
+        return [_references(value) for value in node]
+    return node
+
+
+def _query_parameters(schema: dict[str, Any], components: dict[str, Any]) -> list[dict[str, Any]]:
+    """A query model's fields as parameters: the description moves up, null goes away."""
+    if "$ref" in schema:
+        schema = components[schema["$ref"].rsplit("/", 1)[1]]
+    found = []
+    for name, field in schema.get("properties", {}).items():
+        field = dict(field)
+        description = field.pop("description", None)
+        if field.get("default", ...) is None:
+            del field["default"]
+        if isinstance(field.get("type"), list):
+            field["type"] = next(t for t in field["type"] if t != "null")
+        parameter: dict[str, Any] = {"name": name, "in": "query", "required": False}
+        if description:
+            parameter["description"] = description
+        parameter["schema"] = field
+        found.append(parameter)
+    return found
+
+
+def _operation(
+    op: Operation, path_parameters: list[str], schemas: dict[str, Any], components: dict[str, Any]
+) -> dict[str, Any]:
+    built: dict[str, Any] = {"operationId": op.operation_id, "summary": op.summary}
+    if op.description:
+        built["description"] = op.description
+    if op.tag:
+        built["tags"] = [op.tag]
+    if not op.auth:
+        built["security"] = []
+    parameters: list[dict[str, Any]] = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        for name in path_parameters
+    ]
+    if op.query is not None:
+        parameters += _query_parameters(schemas[_key(op.query)], components)
+    if op.idempotent:
+        parameters.append({"$ref": "#/components/parameters/IdempotencyKey"})
+    if parameters:
+        built["parameters"] = parameters
+    if op.body is not None:
+        built["requestBody"] = _body(True, schemas[_key(op.body)])
+    elif op.no_body:
+        built["requestBody"] = _body(False, {"$ref": REF.format(model="NoBody")})
+    headers = parts.SUCCESS_HEADERS + op.headers
+    if op.idempotent:
+        headers += ("Idempotent-Replayed",)
+    success = op.schema if isinstance(op.schema, dict) else schemas[_key(op.schema)]
+    responses: dict[str, Any] = {
+        str(op.status): {
+            "description": op.answer,
+            "headers": parts.header_refs(headers),
+            "content": {"application/json": {"schema": success}},
+        }
+    }
+    for status in op.error_statuses(bool(path_parameters)):
+        responses[str(status)] = {"$ref": f"#/components/responses/{parts.ERRORS[status][0]}"}
+    built["responses"] = responses
+    return built
+
+
+def _body(required: bool, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": required, "content": {"application/json": {"schema": schema}}}
+
+
+def build(app: QuartTrio) -> dict[str, Any]:
+    """The whole document for the routes of `app` under /api/v1."""
+    routes: list[tuple[str, str, list[str], Operation]] = []
+    for rule in app.url_map.iter_rules():
+        if not rule.rule.startswith(API_PREFIX + "/"):
+            continue
+        op = declared(app.view_functions[rule.endpoint])
+        if op is None:
+            raise LookupError(f"{rule.rule} declares no @operation")
+        path = re.sub(r"<(?:[a-z_]+:)?([a-z_]+)>", r"{\1}", rule.rule[len(API_PREFIX) :])
+        names = re.findall(r"\{([a-z_]+)\}", path)
+        for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
+            routes.append((path, method.lower(), names, op))
+    operations = [op for *_, op in routes]
+    schemas, components = _schemas(operations)
+    paths: dict[str, Any] = {}
+    for path, method, names, op in routes:
+        paths.setdefault(path, {})[method] = _operation(op, names, schemas, components)
+    for op in operations:  # a query model is shown as its parameters only
+        if op.query is not None:
+            components.pop(schemas[_key(op.query)]["$ref"].rsplit("/", 1)[1], None)
+    doc: dict[str, Any] = _references({
+        "openapi": "3.1.0",
+        "info": parts.INFO,
+        "servers": [{"url": API_PREFIX}],
+        "security": [{parts.SECURITY_SCHEME: []}],
+        "paths": paths,
+        "components": {
+            "securitySchemes": parts.SECURITY_SCHEMES,
+            "headers": parts.HEADERS,
+            "parameters": {"IdempotencyKey": parts.IDEMPOTENCY_KEY},
+            "schemas": dict(sorted(components.items())),
+            "responses": parts.error_responses(),
+        },
+    })
+    return doc
+
+
+def install(app: QuartTrio) -> None:
+    """Build the document once, when the app is created (after every route is registered)."""
+    app.extensions[EXTENSION] = json.dumps(build(app), indent=2).encode()
 
 
 @cache
 def document() -> dict[str, Any]:
-    # fgcpay.http is a namespace package (see pyproject.toml): read beside this file.
-    text = (Path(__file__).parent / "openapi.json").read_text("utf-8")
-    doc: dict[str, Any] = json.loads(text)
+    """The document as a fresh app generates it (for tests and tools; no service needed)."""
+    from .app import create_app
+
+    doc: dict[str, Any] = json.loads(create_app(None).extensions[EXTENSION])  # type: ignore[arg-type]
     return doc
 
 
-@cache
-def _document_bytes() -> bytes:
-    return json.dumps(document(), indent=2).encode()
-
-
 @blueprint.get("/api/v1/openapi.json")
+@operation(
+    operation_id="getOpenApiDocument",
+    summary="This document",
+    status=200,
+    answer="The OpenAPI 3.1 document",
+    schema={"type": "object"},
+    auth=False,
+)
 async def openapi_json() -> Response:
-    return Response(_document_bytes(), content_type="application/json")
+    return Response(current_app.extensions[EXTENSION], content_type="application/json")

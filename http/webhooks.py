@@ -5,18 +5,31 @@ from __future__ import annotations
 import json
 
 from fgcpay.domain import endpoints, webhooks
-from fgcpay.domain.lists import envelope, parse_list_query, reject_query
+from fgcpay.domain.lists import Page, envelope, parse_list_query, reject_query
 from quart import Blueprint, Response, request
 
 from .body import json_object, no_body
 from .idempotency import idempotent, idempotent_secret
+from .operations import operation
 from .plumbing import current_service, principal
 from .responses import json_response
 
 blueprint = Blueprint("webhooks", __name__, url_prefix="/api/v1")
+WEBHOOKS = "Webhooks"
+EVENTS = "Events"
 
 
 @blueprint.post("/webhook_endpoints")
+@operation(
+    operation_id="createWebhookEndpoint",
+    summary="Register a webhook endpoint",
+    tag=WEBHOOKS,
+    body=webhooks.WebhookEndpointCreate,
+    status=201,
+    answer="Created; the answer carries the signing secret, shown this once.",
+    schema=endpoints.WebhookEndpointWire,
+    idempotent=True,
+)
 @idempotent_secret
 async def create_webhook_endpoint() -> Response:
     parsed = webhooks.parse_endpoint(await json_object())
@@ -25,6 +38,15 @@ async def create_webhook_endpoint() -> Response:
 
 
 @blueprint.get("/webhook_endpoints")
+@operation(
+    operation_id="listWebhookEndpoints",
+    summary="List webhook endpoints (one page; no parameters)",
+    tag=WEBHOOKS,
+    rejects_query=True,
+    status=200,
+    answer="All endpoints, newest first.",
+    schema=Page[endpoints.WebhookEndpointWire],
+)
 async def list_webhook_endpoints() -> Response:
     """All of the merchant's endpoints in one page (there are few); no query parameters."""
     reject_query(request.args)
@@ -33,12 +55,34 @@ async def list_webhook_endpoints() -> Response:
 
 
 @blueprint.delete("/webhook_endpoints/<endpoint_id>")
+@operation(
+    operation_id="deleteWebhookEndpoint",
+    summary="Delete a webhook endpoint; its pending deliveries are marked failed",
+    tag=WEBHOOKS,
+    status=200,
+    answer="Deleted.",
+    schema=endpoints.WebhookEndpointWire,
+)
 async def delete_webhook_endpoint(endpoint_id: str) -> Response:
     deleted = await current_service().webhook_endpoints.delete(principal().merchant.id, endpoint_id)
-    return json_response({**endpoints.to_json(deleted), "deleted": True})
+    body = endpoints.to_json(deleted)
+    body["deleted"] = True
+    return json_response(body)
 
 
 @blueprint.post("/webhook_endpoints/<endpoint_id>/rotate_secret")
+@operation(
+    operation_id="rotateWebhookSecret",
+    summary=(
+        "Rotate the signing secret; the old one still signs (a second v1= value) for 24 hours"
+    ),
+    tag=WEBHOOKS,
+    no_body=True,
+    status=200,
+    answer="The endpoint with its new secret.",
+    schema=endpoints.WebhookEndpointWire,
+    idempotent=True,
+)
 @idempotent_secret
 async def rotate_webhook_secret(endpoint_id: str) -> Response:
     await no_body()
@@ -49,8 +93,17 @@ async def rotate_webhook_secret(endpoint_id: str) -> Response:
 
 
 @blueprint.get("/events")
+@operation(
+    operation_id="listEvents",
+    summary="List events of the last 30 days, newest first",
+    tag=EVENTS,
+    query=webhooks.EventQuery,
+    status=200,
+    answer="A page of events.",
+    schema=Page[webhooks.EventWire],
+)
 async def list_events() -> Response:
-    query = parse_list_query(request.args.to_dict(flat=False), webhooks.EVENT_TYPES, "type")
+    query = parse_list_query(webhooks.EventQuery, request.args.to_dict(flat=False), "type")
     rows, has_more = await current_service().webhook_endpoints.events(
         principal().merchant.id, query.status, query.starting_after, query.limit
     )
@@ -59,14 +112,32 @@ async def list_events() -> Response:
 
 
 @blueprint.get("/events/<event_id>")
+@operation(
+    operation_id="getEvent",
+    summary="Retrieve an event (the exact body its deliveries send)",
+    tag=EVENTS,
+    status=200,
+    answer="The event.",
+    schema=webhooks.EventWire,
+)
 async def get_event(event_id: str) -> Response:
     event = await current_service().webhook_endpoints.event(principal().merchant.id, event_id)
     return Response(event.body, content_type="application/json")
 
 
 @blueprint.post("/events/<event_id>/redeliver")
+@operation(
+    operation_id="redeliverEvent",
+    summary="Queue a new delivery of the event to each subscribed endpoint",
+    tag=EVENTS,
+    no_body=True,
+    status=202,
+    answer="Queued.",
+    schema=webhooks.RedeliveryWire,
+    idempotent=True,
+)
 @idempotent
 async def redeliver_event(event_id: str) -> Response:
     await no_body()
     queued = await current_service().webhook_endpoints.redeliver(principal().merchant.id, event_id)
-    return json_response({"object": "redelivery", "event_id": event_id, "deliveries_queued": queued}, 202)
+    return json_response(webhooks.redelivery_to_json(event_id, queued), 202)

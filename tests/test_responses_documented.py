@@ -1,0 +1,258 @@
+"""Every real answer of every operation agrees with the generated OpenAPI document.
+
+Each operation is driven for real on both backends (creates, idempotent replays and
+conflicts, lists with and without cursors and filters, gets, 404s, 400s, 401s, 413s, 415s,
+rotate, delete, redeliver, and the delivery log after a payment), and each answer is
+checked against the document served by the running service: the status is documented for
+that operation, the body is valid (JSON Schema 2020-12, `#/components` resolved) against
+that status's schema, and the documented headers are present and valid. At the end every
+operation must have been seen answering its success status.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+import trio
+from conftest import MerchantClient, Server
+from jsonschema import Draft202012Validator
+from receiver import start_receiver
+from test_checkout_sessions import valid_body
+from test_webhooks import paid_session
+
+FAKE = "0" * 24
+DELIVERY_DEADLINE = 30.0
+
+
+class Checker:
+    """Validates answers against the document; remembers which (operation, status) it saw."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        self.document = document
+        self.seen: set[tuple[str, str, int]] = set()
+        self._validators: dict[str, Draft202012Validator] = {}
+
+    def _resolve(self, node: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in node:
+            target: Any = self.document
+            for part in node["$ref"].removeprefix("#/").split("/"):
+                target = target[part]
+            node = target
+        return node
+
+    def _validator(self, schema: dict[str, Any]) -> Draft202012Validator:
+        key = repr(schema)
+        if key not in self._validators:
+            root = {**schema, "components": self.document["components"]}
+            Draft202012Validator.check_schema(root)
+            self._validators[key] = Draft202012Validator(root)
+        return self._validators[key]
+
+    def check(self, method: str, template: str, response: httpx.Response) -> httpx.Response:
+        operation = self.document["paths"][template][method]
+        status = str(response.status_code)
+        assert status in operation["responses"], (method, template, status, response.text)
+        documented = self._resolve(operation["responses"][status])
+        media = documented["content"]["application/json"]
+        assert response.headers["content-type"].startswith("application/json"), response.headers
+        errors = [
+            f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in self._validator(media["schema"]).iter_errors(response.json())
+        ]
+        assert not errors, (method, template, status, errors, response.text[:500])
+        assert "Request-Id" in documented.get("headers", {}), (method, template, status)
+        for name, header in documented.get("headers", {}).items():
+            header = self._resolve(header)
+            value = response.headers.get(name)
+            always = name in ("Request-Id", "WWW-Authenticate", "Retry-After") or (
+                response.status_code < 300 and name in ("RateLimit-Policy", "RateLimit")
+            )
+            if always:
+                assert value is not None, (method, template, status, name, response.headers)
+            if value is not None:
+                typed: Any = int(value) if header["schema"].get("type") == "integer" else value
+                assert self._validator(header["schema"]).is_valid(typed), (name, value)
+        for name in ("Deprecation", "Idempotent-Replayed"):
+            if name in response.headers:  # sent only where documented
+                assert name in documented.get("headers", {}), (method, template, status, name)
+        self.seen.add((method, template, response.status_code))
+        return response
+
+    def unseen_successes(self) -> list[str]:
+        missing = []
+        for template, item in self.document["paths"].items():
+            for method, operation in item.items():
+                success = min(int(status) for status in operation["responses"])
+                if (method, template, success) not in self.seen:
+                    missing.append(f"{method.upper()} {template} {success}")
+        return missing
+
+
+async def _call(
+    client: MerchantClient,
+    method: str,
+    url: str,
+    *,
+    json: Any = None,
+    content: bytes | None = None,
+    params: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    key: str | None = None,
+) -> httpx.Response:
+    all_headers = client.headers(headers)
+    if key is not None:
+        all_headers["Authorization"] = f"Bearer {key}"
+    return await client.http.request(
+        method.upper(), url, json=json, content=content, params=params, headers=all_headers
+    )
+
+
+def _template(path: str) -> str:
+    """The document's path for a concrete one."""
+    path = path.split("?", 1)[0]
+    for pattern, template in (
+        (r"/checkout/sessions/[^/]+", "/checkout/sessions/{session_id}"),
+        (
+            r"/webhook_endpoints/[^/]+/rotate_secret",
+            "/webhook_endpoints/{endpoint_id}/rotate_secret",
+        ),
+        (r"/webhook_endpoints/[^/]+", "/webhook_endpoints/{endpoint_id}"),
+        (r"/events/[^/]+/redeliver", "/events/{event_id}/redeliver"),
+        (r"/events/[^/]+", "/events/{event_id}"),
+        (r"/webhook_deliveries/[^/]+", "/webhook_deliveries/{delivery_id}"),
+    ):
+        if re.fullmatch(pattern, path):
+            return template
+    return path
+
+
+async def test_every_answer_of_every_operation_matches_the_generated_document(
+    server: Server, nursery: trio.Nursery
+) -> None:
+    served = await server.client.get("/openapi.json")
+    assert served.status_code == 200
+    checker = Checker(served.json())
+    checker.check("get", "/openapi.json", served)
+    merchant = await server.merchant()
+
+    async def call(method: str, url: str, **kwargs: Any) -> httpx.Response:
+        response = await _call(merchant, method, url, **kwargs)
+        return checker.check(method, _template(url), response)
+
+    # Checkout sessions: creates (plain, deprecated amount, idempotent), errors, reads.
+    created = (await call("post", "/checkout/sessions", json=valid_body())).json()
+    legacy = await call(
+        "post", "/checkout/sessions", json=valid_body(amount_fgc="12.50", amount_minor="1250")
+    )
+    assert legacy.status_code == 201 and legacy.headers["Deprecation"] == "true"
+    keyed = {"Idempotency-Key": "order-1"}
+    first = await call("post", "/checkout/sessions", json=valid_body(), headers=keyed)
+    replay = await call("post", "/checkout/sessions", json=valid_body(), headers=keyed)
+    assert replay.headers.get("Idempotent-Replayed") == "true" and replay.json() == first.json()
+    conflict = await call(
+        "post", "/checkout/sessions", json=valid_body(description="other"), headers=keyed
+    )
+    assert conflict.status_code == 409
+    bad = await call("post", "/checkout/sessions", json={"amount_fgc": 1, "x": 2})
+    assert bad.status_code == 400 and bad.json()["details"][0] == {
+        "field": "x",
+        "message": "Unknown field.",
+    }
+    for content, headers, status in (
+        (b"{", {"Content-Type": "application/json"}, 400),
+        (b'{"a": 1, "a": 2}', {"Content-Type": "application/json"}, 400),
+        (b"hello", {"Content-Type": "text/plain"}, 415),
+        (b"{" + b" " * (64 * 1024) + b"}", {"Content-Type": "application/json"}, 413),
+    ):
+        answer = await call("post", "/checkout/sessions", content=content, headers=headers)
+        assert answer.status_code == status, answer.text
+    assert (
+        await call("post", "/checkout/sessions", json=valid_body(), key="fp_test_x")
+    ).status_code == 401
+    assert (await call("get", "/checkout/sessions")).json()["has_more"] is False
+    page = (await call("get", "/checkout/sessions", params={"limit": "1"})).json()
+    assert page["has_more"] is True and page["next_cursor"]
+    after = {"limit": "1", "starting_after": page["next_cursor"]}
+    assert (await call("get", "/checkout/sessions", params=after)).json()["data"]
+    assert (await call("get", "/checkout/sessions", params={"status": "paid"})).json()["data"] == []
+    for params in ({"limit": "0"}, {"status": "nope"}, {"starting_after": ""}, {"x": "1"}):
+        assert (await call("get", "/checkout/sessions", params=params)).status_code == 400
+    assert (await call("get", "/checkout/sessions", key="fp_test_x")).status_code == 401
+    assert (await call("get", f"/checkout/sessions/{created['id']}")).status_code == 200
+    assert (await call("get", f"/checkout/sessions/cs_test_{FAKE}")).status_code == 404
+
+    # Webhook endpoints: create (secret shown once), replay, list, rotate, delete.
+    receiver = await start_receiver(nursery)
+    endpoint = (await call("post", "/webhook_endpoints", json={"url": receiver.url})).json()
+    assert endpoint["secret"].startswith("whsec_")
+    keyed = {"Idempotency-Key": "hook-1"}
+    spare = {"url": receiver.url + "/spare", "enabled_events": ["checkout.session.expired"]}
+    one = await call("post", "/webhook_endpoints", json=spare, headers=keyed)
+    again = await call("post", "/webhook_endpoints", json=spare, headers=keyed)
+    assert again.headers.get("Idempotent-Replayed") == "true" and again.json() == one.json()
+    for body in ({}, {"url": "ftp://x.example/"}, {"url": receiver.url, "enabled_events": []}):
+        assert (await call("post", "/webhook_endpoints", json=body)).status_code == 400
+    listed = (await call("get", "/webhook_endpoints")).json()
+    assert len(listed["data"]) == 2 and all("secret" not in e for e in listed["data"])
+    assert (await call("get", "/webhook_endpoints", params={"limit": "5"})).status_code == 400
+    spare_id = one.json()["id"]
+    rotated = await call("post", f"/webhook_endpoints/{spare_id}/rotate_secret")
+    assert rotated.json()["secret"] != one.json()["secret"]
+    assert (
+        await call("post", f"/webhook_endpoints/{spare_id}/rotate_secret", json={"x": 1})
+    ).status_code == 400
+    assert (await call("post", f"/webhook_endpoints/we_{FAKE}/rotate_secret")).status_code == 404
+    deleted = await call("delete", f"/webhook_endpoints/{spare_id}")
+    assert deleted.json()["deleted"] is True and deleted.json()["status"] == "deleted"
+    assert (await call("delete", f"/webhook_endpoints/we_{FAKE}")).status_code == 404
+
+    # Events: two payments, then pages, filters, a get and redeliveries.
+    await paid_session(server, merchant)
+    await paid_session(server, merchant)
+    events = (await call("get", "/events")).json()["data"]
+    assert len(events) == 2
+    page = (await call("get", "/events", params={"limit": "1"})).json()
+    next_page = {"starting_after": page["next_cursor"]}
+    assert [e["id"] for e in (await call("get", "/events", params=next_page)).json()["data"]] == [
+        events[1]["id"]
+    ]
+    assert (await call("get", "/events", params={"type": "checkout.session.paid"})).json()["data"]
+    for params in ({"type": "nope"}, {"limit": "1.5"}, {"starting_after": f"cs_test_{FAKE}"}):
+        assert (await call("get", "/events", params=params)).status_code == 400
+    event_id = events[0]["id"]
+    assert (await call("get", f"/events/{event_id}")).json() == events[0]
+    assert (await call("get", f"/events/evt_{FAKE}")).status_code == 404
+    queued = await call("post", f"/events/{event_id}/redeliver", headers={"Idempotency-Key": "r"})
+    assert queued.status_code == 202 and queued.json()["deliveries_queued"] == 1
+    replayed = await call("post", f"/events/{event_id}/redeliver", headers={"Idempotency-Key": "r"})
+    assert replayed.headers.get("Idempotent-Replayed") == "true"
+    assert (await call("post", f"/events/evt_{FAKE}/redeliver")).status_code == 404
+    assert (
+        await call(
+            "post",
+            f"/events/{event_id}/redeliver",
+            content=b"[]",
+            headers={"Content-Type": "application/json"},
+        )
+    ).status_code == 400
+
+    # The delivery log, once every delivery has had its attempt.
+    with trio.fail_after(DELIVERY_DEADLINE):
+        await server.running.service.dispatcher.wait_for_attempts(3)
+    log = (await call("get", "/webhook_deliveries")).json()["data"]
+    assert len(log) == 3 and all(d["attempts"] for d in log)
+    page = (await call("get", "/webhook_deliveries", params={"limit": "2"})).json()
+    rest = {"starting_after": page["next_cursor"]}
+    assert len((await call("get", "/webhook_deliveries", params=rest)).json()["data"]) == 1
+    filters = {"endpoint_id": endpoint["id"], "event_id": event_id, "status": "succeeded"}
+    assert len((await call("get", "/webhook_deliveries", params=filters)).json()["data"]) == 2
+    for params in ({"endpoint_id": "x"}, {"event_id": "evt_x"}, {"status": "nope"}):
+        assert (await call("get", "/webhook_deliveries", params=params)).status_code == 400
+    delivery = (await call("get", f"/webhook_deliveries/{log[0]['id']}")).json()
+    assert delivery == log[0]
+    assert (await call("get", f"/webhook_deliveries/whd_{FAKE}")).status_code == 404
+    assert (await call("get", "/webhook_deliveries", key="fp_test_x")).status_code == 401
+
+    assert checker.unseen_successes() == []
