@@ -458,6 +458,10 @@ def _supervise(settings: Settings, sockets: Any, workers: int) -> int:
     for process in processes:
         process.start()
     line.close()
+    # Each worker has its own copy now. Ours would keep the port listening, with nobody
+    # accepting, once the workers stop accepting: connections must be refused instead.
+    for sock in sockets.insecure_sockets:
+        sock.close()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     exit_code = 0
