@@ -14,10 +14,10 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from multiprocessing.connection import wait
-from multiprocessing.synchronize import Event as EventType
+from functools import partial
+from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import trio
@@ -407,52 +407,61 @@ def _serve(settings: Settings, host: str | None, port: int | None, workers: int)
     return _supervise(settings, sockets, workers)
 
 
-def _worker_entry(settings: Settings, sockets: Any, shutdown: EventType) -> None:
+def _worker_entry(settings: Settings, sockets: Any, shutdown_line: Connection) -> None:
     configure_logging(settings.log_level)
     for sock in sockets.insecure_sockets:
         sock.listen(1024)
-    trio.run(_run_worker, settings, sockets, shutdown)
+    trio.run(_run_worker, settings, sockets, shutdown_line)
 
 
-async def _run_worker(settings: Settings, sockets: Any, shutdown: EventType | None) -> None:
+async def _run_worker(settings: Settings, sockets: Any, shutdown_line: Connection | None) -> None:
     from fgcpay.service import serve, wait_for_signal
 
     async def trigger() -> None:
-        if shutdown is None:
-            await wait_for_signal()
-            return
+        # Whichever comes first: a signal to this process, or the supervisor's word.
         async with trio.open_nursery() as nursery:
 
-            async def on_event() -> None:
-                # A multiprocessing.Event set by the parent process: it can only be polled.
-                while not shutdown.is_set():  # noqa: ASYNC110
-                    await trio.sleep(0.1)
+            async def then_stop(wait: Callable[[], Awaitable[None]]) -> None:
+                await wait()
                 nursery.cancel_scope.cancel()
 
-            async def on_signal() -> None:
-                await wait_for_signal()
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(on_event)
-            nursery.start_soon(on_signal)
+            nursery.start_soon(then_stop, wait_for_signal)
+            if shutdown_line is not None:
+                nursery.start_soon(then_stop, partial(_supervisor_done, shutdown_line))
 
     await serve(settings, sockets=sockets, shutdown_trigger=trigger)
+
+
+async def _supervisor_done(shutdown_line: Connection) -> None:
+    """Return once the supervisor closed its end of the shutdown line or died (the
+    kernel closes it then, whatever killed the process): either way the line's reading
+    end becomes readable, at end of file, and trio wakes at once."""
+    await trio.lowlevel.wait_readable(shutdown_line.fileno())
+    log_event("shutting down", reason="supervisor stopping or gone")
 
 
 def _supervise(settings: Settings, sockets: Any, workers: int) -> int:
     """Run `workers` processes sharing the listening socket; SIGTERM stops them all."""
     ctx = multiprocessing.get_context("spawn")
-    shutdown = ctx.Event()
+    # The shutdown line: a pipe whose writing end only this process holds (a spawned
+    # worker inherits no descriptor it was not given), so a worker outlives neither a
+    # stop nor this process's death, even by SIGKILL.
+    line, stop_line = ctx.Pipe(duplex=False)
     processes = [
-        ctx.Process(target=_worker_entry, args=(settings, sockets, shutdown), name=f"fgcpay-worker-{i}")
+        ctx.Process(target=_worker_entry, args=(settings, sockets, line), name=f"fgcpay-worker-{i}")
         for i in range(workers)
     ]
 
     def stop(signum: int, frame: Any) -> None:
-        shutdown.set()
+        stop_line.close()  # idempotent
 
     for process in processes:
         process.start()
+    line.close()
+    # Each worker has its own copy now. Ours would keep the port listening, with nobody
+    # accepting, once the workers stop accepting: connections must be refused instead.
+    for sock in sockets.insecure_sockets:
+        sock.close()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     exit_code = 0
@@ -465,7 +474,7 @@ def _supervise(settings: Settings, sockets: Any, workers: int) -> int:
             running.remove(ended)
             if ended.exitcode != 0:
                 exit_code = 1
-                shutdown.set()
+                stop_line.close()
     return exit_code
 
 

@@ -36,8 +36,7 @@ from fgcpay.server import ServerConfig
 from fgcpay.settings import Settings, default_public_url
 from fgcpay.storage import Storage, StorageError, open_storage
 from hypercorn.config import Sockets
-from hypercorn.trio.run import worker_serve
-from hypercorn.utils import wrap_app
+from hypercorn.trio import serve as hypercorn_serve
 
 # `last_used_at` is informative; writing it more often than this would cost a write per request.
 KEY_TOUCH_INTERVAL_US = 60 * 1_000_000
@@ -238,31 +237,40 @@ async def serve(
     clock: Clock | None = None,
     task_status: trio.TaskStatus[Running] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run one worker: the service and hypercorn inside one root nursery.
+    """Run one worker: the service and `hypercorn.trio.serve` inside one root nursery.
 
-    `task_status.started` reports the bound addresses (`http://127.0.0.1:PORT`) and the
-    running service. Returns after `shutdown_trigger` (default: SIGTERM or SIGINT) and a
-    graceful drain of at most `settings.shutdown_grace_seconds`.
+    `sockets` are bound sockets to serve on (shared by worker processes); `serve` takes
+    them over and they are closed when it stops accepting. Without them it binds
+    `settings.host:port` itself. `task_status.started` reports the bound addresses
+    (`http://127.0.0.1:PORT`) and the running service. Returns after `shutdown_trigger`
+    (default: SIGTERM or SIGINT) and a graceful drain of at most
+    `settings.shutdown_grace_seconds`.
     """
     config = hypercorn_config(settings)
     if sockets is None:
+        # Bound here rather than by hypercorn: port 0 must be known before PUBLIC_URL is.
         sockets = config.create_sockets()
-        for sock in sockets.insecure_sockets:
-            sock.listen(config.backlog)
     settings = _with_bound_port(settings, sockets)
     async with open_service(settings, clock) as service:
-        app = wrap_app(create_app(service), config.wsgi_max_body_size, "asgi")
         server.install()
         config.protocol_error_answer = partial(protocol_error_answer, service)
+        config.bind = _hand_over(sockets)
         async with trio.open_nursery() as nursery:
             urls = await nursery.start(
                 partial(
-                    worker_serve,
-                    app,
+                    hypercorn_serve,
+                    create_app(service),
                     config,
-                    sockets=sockets,
                     shutdown_trigger=shutdown_trigger or wait_for_signal,
+                    mode="asgi",
                 )
             )
             task_status.started(Running(urls=urls, service=service))
     log_event("stopped")
+
+
+def _hand_over(sockets: Sockets) -> list[str]:
+    """Binds that give hypercorn the already bound sockets (`fd://N`), and with them their
+    ownership: hypercorn closes a listener when it stops accepting, which must refuse new
+    connections at once, so no second object may keep (or later close) the descriptor."""
+    return [f"fd://{sock.detach()}" for sock in sockets.insecure_sockets]

@@ -76,20 +76,13 @@ async def start_receiver(nursery: trio.Nursery, sock: socket.socket | None = Non
     config.accesslog = None
     config.errorlog = None
     config.keep_alive_timeout = 3600
-    from hypercorn.config import Sockets
-
-    sock.listen(128)
-    sockets = Sockets(secure_sockets=[], insecure_sockets=[sock], quic_sockets=[])
-    from hypercorn.trio.run import worker_serve
-    from hypercorn.utils import wrap_app
+    # Hypercorn takes the bound socket over by its descriptor (and closes it when done).
+    config.bind = [f"fd://{sock.detach()}"]
+    from hypercorn.trio import serve
 
     await nursery.start(
-        lambda task_status: worker_serve(
-            wrap_app(app, config.wsgi_max_body_size, "asgi"),
-            config,
-            sockets=sockets,
-            shutdown_trigger=receiver.stop.wait,
-            task_status=task_status,
+        lambda task_status: serve(
+            app, config, shutdown_trigger=receiver.stop.wait, task_status=task_status, mode="asgi"
         )
     )
 

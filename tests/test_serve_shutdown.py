@@ -1,0 +1,154 @@
+"""`fgcpay serve --workers 2` stops as a whole: SIGTERM to the command drains and ends
+every worker at once, and a worker whose command was killed (SIGKILL, no chance to say
+anything) stops serving by itself instead of holding the port.
+
+The command runs as a real process; its workers are found through /proc, and their end
+is awaited with a pidfd (readable once the process has exited: no polling).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from processes import FGCPAY, free_port
+
+WORKERS = 2
+# Idle, a stop takes a few tens of milliseconds; the bound leaves room for a loaded
+# machine while still failing a stop that waits out the grace period or polls slowly.
+PROMPT_SECONDS = 2.0
+GRACE_SECONDS = "10"
+
+
+def _env(database_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FGCPAY_")}
+    env.update(
+        {
+            "FGCPAY_DATABASE_URL": database_url,
+            "FGCPAY_SECRET_KEY": "s" * 40,
+            "FGCPAY_LOG_LEVEL": "INFO",
+            "FGCPAY_SHUTDOWN_GRACE_SECONDS": GRACE_SECONDS,
+        }
+    )
+    return env
+
+
+@pytest.fixture
+def command(tmp_path: Path, database_url: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`fgcpay serve --workers 2`, ready, and its URL; killed (with its workers) if a test
+    leaves it running."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = (tmp_path / "serve.log").open("wb")
+    process = subprocess.Popen(
+        [*FGCPAY, "serve", "--port", str(port), "--workers", str(WORKERS)],
+        cwd=tmp_path, env=_env(database_url), stdout=log, stderr=log,
+    )  # fmt: skip
+    workers: list[int] = []
+    try:
+        _wait_ready(url, process, tmp_path / "serve.log")
+        workers = _workers_of(process.pid)
+        yield process, url
+    finally:
+        for pid in [process.pid, *workers]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        process.wait(timeout=15)
+        log.close()
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert process.poll() is None, log.read_text()
+        try:
+            if httpx.get(url + "/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)  # polling another process that has no other way to say it is up
+    raise AssertionError("the service did not become ready")
+
+
+def _workers_of(parent: int) -> list[int]:
+    """The worker processes of `parent` (multiprocessing's spawned children, not its
+    resource tracker). Each has started once the service is ready: both share the port."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue  # ended meanwhile
+        # The fourth field, after the parenthesised command name, is the parent's pid.
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and b"--multiprocessing-fork" in cmdline:
+            found.append(int(entry.name))
+    assert len(found) == WORKERS, found
+    return found
+
+
+def _ended_within(pids: list[int], seconds: float) -> bool:
+    """Whether every process in `pids` has ended within `seconds` from now."""
+    deadline = time.monotonic() + seconds
+    handles = []
+    for pid in pids:
+        try:
+            handles.append(os.pidfd_open(pid))
+        except ProcessLookupError:
+            continue  # already gone (and reaped)
+    try:
+        for handle in handles:
+            remaining = max(0.0, deadline - time.monotonic())
+            readable, _, _ = select.select([handle], [], [], remaining)
+            if not readable:
+                return False
+        return True
+    finally:
+        for handle in handles:
+            os.close(handle)
+
+
+def _refused(url: str) -> bool:
+    try:
+        httpx.get(url + "/readyz", timeout=2)
+    except httpx.ConnectError:
+        return True
+    return False
+
+
+def test_sigterm_stops_every_worker_promptly(
+    command: tuple[subprocess.Popen[bytes], str],
+) -> None:
+    process, url = command
+    workers = _workers_of(process.pid)
+    assert httpx.get(url + "/readyz", timeout=5).status_code == 200
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=15) == 0
+    assert time.monotonic() - started < PROMPT_SECONDS
+    # The command waits for its workers: by the time it exits, they have.
+    assert _ended_within(workers, 0)
+    assert _refused(url)
+
+
+def test_a_worker_does_not_outlive_its_killed_command(
+    command: tuple[subprocess.Popen[bytes], str],
+) -> None:
+    process, url = command
+    workers = _workers_of(process.pid)
+    process.kill()
+    process.wait(timeout=15)
+    assert _ended_within(workers, PROMPT_SECONDS)
+    assert _refused(url)
