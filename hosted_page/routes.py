@@ -9,7 +9,7 @@ from fgcpay.actors.checkout_session import FINAL, PAID, ConfirmResult
 from fgcpay.domain import checkout, errors
 from fgcpay.http.errors import database_unavailable
 from fgcpay.http.plumbing import current_service
-from fgcpay.storage import DatabaseUnavailable
+from fgcpay.storage import DatabaseUnavailable, merchants
 from quart import Blueprint, Response, redirect, render_template, request, websocket
 
 from . import security, views
@@ -75,7 +75,7 @@ async def _context(
     session: checkout.CheckoutSession, message: str | None = None, customer_code: str = ""
 ) -> dict[str, Any]:
     service = current_service()
-    merchant = await service.storage.merchant(session.merchant_id)
+    merchant = await service.db.read(merchants.merchant_by_id, session.merchant_id)
     context = views.page_context(session, merchant.name if merchant else "", service.clock.now_us())
     context["message"] = message
     context["customer_code"] = customer_code[:32]  # kept for another try; the PIN never is

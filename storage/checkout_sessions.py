@@ -9,7 +9,7 @@ from fgcpay.domain.webhooks import Event
 
 from . import customers, idempotency, transactions, webhooks
 from ._database import Row, Tx
-from ._paging import newest_first
+from .paging import newest_first
 
 COLUMNS = (
     "id, merchant_id, status, version, amount_minor, currency, eur_cents, description,"

@@ -131,7 +131,7 @@ async def test_paying_as_test_0001_lands_on_the_success_url(server: Server, shop
             page.goto(str(session["checkout_url"]))
             assert page.get_by_text("12.50 FGC").is_visible()
             assert page.get_by_text("Acme Coffee").first.is_visible()
-            screenshot(page, f"checkout-page-{server.storage.dialect}")
+            screenshot(page, f"checkout-page-{server.db.dialect}")
             fill_and_pay(page, "TEST-0001", "1234")
             page.wait_for_url(f"{shop}/thanks*", timeout=WAIT_MS)
             assert f"checkout_session_id={session['id']}" in page.url
@@ -155,7 +155,7 @@ async def test_a_wrong_pin_shows_the_message(server: Server) -> None:
             alert.wait_for(timeout=WAIT_MS)
             assert "not right" in alert.inner_text()
             assert page.get_by_role("button", name="Pay").is_enabled()
-            screenshot(page, f"wrong-pin-{server.storage.dialect}")
+            screenshot(page, f"wrong-pin-{server.db.dialect}")
 
     await in_browser(scenario)
 
@@ -175,7 +175,7 @@ async def test_a_payment_in_another_tab_turns_this_tab_paid(server: Server, shop
             second.wait_for_url(f"{shop}/thanks*", timeout=WAIT_MS)
             first.get_by_test_id("paid").wait_for(state="visible", timeout=WAIT_MS)
             assert not first.get_by_role("button", name="Pay").is_visible()
-            screenshot(first, f"paid-elsewhere-{server.storage.dialect}")
+            screenshot(first, f"paid-elsewhere-{server.db.dialect}")
 
     await in_browser(scenario)
 
@@ -206,7 +206,7 @@ async def test_expiry_turns_the_open_page_expired(
             jumped.wait(timeout=30)
             page.get_by_test_id("expired").wait_for(state="visible", timeout=WAIT_MS)
             assert not page.get_by_role("button", name="Pay").is_visible()
-            screenshot(page, f"expired-{server.storage.dialect}")
+            screenshot(page, f"expired-{server.db.dialect}")
 
     async with trio.open_nursery() as inner:
         inner.start_soon(in_browser, scenario)

@@ -91,7 +91,7 @@ async def test_unknown_session_socket_is_refused_with_404(server: Server) -> Non
 
 
 async def test_slow_subscriber_gets_the_latest_not_a_backlog() -> None:
-    from fgcpay.actors.status_hub import StatusHub
+    from fgcpay.live_status import StatusHub
 
     hub = StatusHub()
     with hub.subscribe("x") as subscription:

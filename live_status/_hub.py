@@ -39,6 +39,8 @@ class Subscription:
 
 
 class StatusHub:
+    """The local subscribers of each resource, and the newest status published to them."""
+
     def __init__(self) -> None:
         self._subscribers: dict[str, set[Subscription]] = {}
         self._joined = trio.Event()
