@@ -46,7 +46,7 @@ class Confirm:
 
 # Outcomes of Confirm, in the customer's terms.
 PAID = "paid"
-FINAL = "final"  # already paid or expired: nothing to do
+ALREADY_FINAL = "already_final"  # the session is in a final status: nothing to do
 WRONG_CREDENTIALS = "wrong_credentials"
 LOCKED = "locked"
 DECLINED = "declined"
@@ -126,11 +126,11 @@ class CheckoutSessionActor:
 
     async def _confirm(self, session: CheckoutSession, request: Confirm) -> ConfirmResult:
         now = self.clock.now_us()
-        if session.status != checkout.CREATED:
-            return ConfirmResult(FINAL, session)
+        if not checkout.STATES.allows(session.status, checkout.PAID):
+            return ConfirmResult(ALREADY_FINAL, session)
         if session.is_expired_at(now):
             # Never payable past expires_at, whether or not the sweep has run.
-            return ConfirmResult(FINAL, await self._expire(session))
+            return ConfirmResult(ALREADY_FINAL, await self._expire(session))
         code = customers.normalize_code(request.customer_code)
         if not code or len(code) > customers.MAX_CODE_LENGTH:
             return ConfirmResult(WRONG_CREDENTIALS, session)
@@ -167,8 +167,9 @@ class CheckoutSessionActor:
             currency=money.CURRENCY,
             created_at=now,
         )
+        pay = checkout.STATES.check("pay", session.status)
         paid = attrs.evolve(
-            session, status=checkout.PAID, version=session.version + 1, updated_at=now, paid_at=now
+            session, status=pay.target, version=session.version + 1, updated_at=now, paid_at=now
         )
         event = self._event(paid, "checkout.session.paid", now)
         # The attempt settles in the same transaction as the payment: one commit.
@@ -179,7 +180,7 @@ class CheckoutSessionActor:
             return ConfirmResult(PAID, paid)
         # Another process moved it on first (paid or expired): storage decided.
         fresh = await self.db.read(checkout_sessions.by_id, session.id)
-        return ConfirmResult(FINAL, fresh if fresh is not None else session)
+        return ConfirmResult(ALREADY_FINAL, fresh if fresh is not None else session)
 
     async def _reserve(self, scope: str, code: str) -> customers.PinAttempt:
         """Reserve a PIN comparison; while the code's five slots are held by attempts in
@@ -200,7 +201,9 @@ class CheckoutSessionActor:
 
     async def _expire(self, session: CheckoutSession) -> CheckoutSession:
         now = self.clock.now_us()
-        if session.status != checkout.CREATED or not session.is_expired_at(now):
+        if not checkout.STATES.allows(session.status, checkout.EXPIRED):
+            return session
+        if not session.is_expired_at(now):
             return session
         expired = attrs.evolve(
             session, status=checkout.EXPIRED, version=session.version + 1, updated_at=now

@@ -10,13 +10,24 @@ import attrs
 
 from . import money
 from .fields import MAX_REFERENCE, Fields, canonical_json
+from .states import StateMachine, Transition
 from .times import iso_ms
 
 CREATED = "created"
 PAID = "paid"
 EXPIRED = "expired"
-STATUSES = (CREATED, PAID, EXPIRED)
-FINAL = frozenset({PAID, EXPIRED})
+
+# The one place a checkout session's status rules live: the actor decides with it, and
+# storage's conditional writes (`pay`, `mark_expired`) guard with it.
+STATES = StateMachine(
+    "checkout_session",
+    statuses=(CREATED, PAID, EXPIRED),
+    transitions=(
+        Transition("pay", {CREATED}, PAID),
+        Transition("expire", {CREATED}, EXPIRED),
+    ),
+)
+STATUSES = STATES.statuses
 
 CREATE_FIELDS = {
     "amount_fgc",
@@ -71,10 +82,6 @@ class CheckoutSession:
 
     def is_expired_at(self, now_us: int) -> bool:
         return now_us >= self.expires_at
-
-    def payable_at(self, now_us: int) -> bool:
-        """Only a `created` session before its `expires_at` can be paid."""
-        return self.status == CREATED and not self.is_expired_at(now_us)
 
 
 def parse_amounts(fields: Fields) -> tuple[int | None, bool]:

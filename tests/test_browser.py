@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -200,9 +201,23 @@ async def test_expiry_turns_the_open_page_expired(
     def scenario() -> None:
         with browser() as b:
             page = b.new_page()
-            page.goto(str(session["checkout_url"]))
-            page.wait_for_function("document.body.dataset.status === 'created'")
-            page_open.set()
+            frames: list[object] = []
+
+            def on_socket(socket: Any) -> None:
+                socket.on("framereceived", lambda frame: frames.append(frame))
+
+            page.on("websocket", on_socket)
+            try:
+                page.goto(str(session["checkout_url"]))
+                page.wait_for_function("document.body.dataset.status === 'created'")
+                # The server subscribes the page's socket before it sends the first
+                # status: once that frame is here, a change made now reaches the page.
+                deadline = time.monotonic() + WAIT_MS / 1000
+                while not frames:
+                    assert time.monotonic() < deadline, "the page's websocket sent nothing"
+                    page.wait_for_timeout(20)
+            finally:
+                page_open.set()  # on failure too, so the test ends and reports it
             jumped.wait(timeout=30)
             page.get_by_test_id("expired").wait_for(state="visible", timeout=WAIT_MS)
             assert not page.get_by_role("button", name="Pay").is_visible()
@@ -211,8 +226,6 @@ async def test_expiry_turns_the_open_page_expired(
     async with trio.open_nursery() as inner:
         inner.start_soon(in_browser, scenario)
         await trio.to_thread.run_sync(page_open.wait)
-        # The page's socket is connected once the server has a subscriber for it.
-        await server.running.service.status_hub.wait_for_subscriber(str(session["id"]))
         clock.jump(601)
         jumped.set()
     await server.shutdown()
