@@ -155,6 +155,7 @@ def seeded_pin_hmacs(secret_key: str) -> list[tuple[str, str]]:
 
 
 HOUSEKEEPING_SECONDS = 600.0
+PURGE_BATCH = 1000  # idempotency records one purge statement deletes at most
 
 
 async def run_housekeeping(
@@ -164,7 +165,7 @@ async def run_housekeeping(
     task_status.started()
     while True:
         try:
-            while await db.write(idempotency.purge_expired, clock.now_us(), 1000) > 0:
+            while await db.write(idempotency.purge_expired, clock.now_us(), PURGE_BATCH) > 0:
                 pass
         except Exception as error:
             log_event("housekeeping failed", logging.WARNING, error_type=type(error).__name__)
