@@ -88,7 +88,6 @@ class _Actor(Generic[S]):
     key: tuple[str, str]
     send: trio.MemorySendChannel[_Envelope]
     mailbox: trio.MemoryReceiveChannel[_Envelope]
-    activations: int = 0
 
 
 class ActorHost:
@@ -114,8 +113,6 @@ class ActorHost:
         self._behaviours: dict[str, Behaviour[Any]] = {}
         self._actors: dict[tuple[str, str], _Actor[Any]] = {}
         self._nursery: trio.Nursery | None = None
-        self.activations = 0  # total, for tests and metrics
-        self.crashes = 0
 
     def register(self, behaviour: Behaviour[Any]) -> None:
         self._behaviours[behaviour.kind] = behaviour
@@ -124,9 +121,6 @@ class ActorHost:
     def live(self) -> int:
         """How many actors are active now."""
         return len(self._actors)
-
-    def is_live(self, kind: str, actor_id: str) -> bool:
-        return (kind, actor_id) in self._actors
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -176,7 +170,6 @@ class ActorHost:
         send, mailbox = trio.open_memory_channel[_Envelope](self.mailbox_size)
         actor: _Actor[Any] = _Actor(key=key, send=send, mailbox=mailbox)
         self._actors[key] = actor
-        self.activations += 1
         self._nursery.start_soon(self._live, actor, name=f"actor {key[0]} {key[1]}")
         return actor
 
@@ -203,7 +196,6 @@ class ActorHost:
                     await self._refuse_until(actor, trio.current_time() + delay)
                     continue
                 failed_activations = 0
-                actor.activations += 1
                 current: _Envelope | None = None
                 try:
                     while True:
@@ -240,7 +232,6 @@ class ActorHost:
         return float(min(self.backoff_seconds * 2**exponent, self.max_backoff_seconds))
 
     def _log_crash(self, actor: _Actor[Any], crash: Exception, failures: int, delay: float) -> None:
-        self.crashes += 1
         log_event(
             "actor crashed",
             logging.ERROR,

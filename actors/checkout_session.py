@@ -17,10 +17,11 @@ from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.transactions import PAYMENT, Transaction
 from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.logs import log_event
-from fgcpay.storage import Storage
+from fgcpay.storage import Database, checkout_sessions
+from fgcpay.storage import customers as customer_rows
+from fgcpay.storage.paging import cursor_position
 
 from ._runtime import ActorHost
-from .paging import cursor_position
 
 KIND = "checkout_session"
 
@@ -45,7 +46,7 @@ class Confirm:
 
 # Outcomes of Confirm, in the customer's terms.
 PAID = "paid"
-FINAL = "final"  # already paid or expired: nothing to do
+ALREADY_FINAL = "already_final"  # the session is in a final status: nothing to do
 WRONG_CREDENTIALS = "wrong_credentials"
 LOCKED = "locked"
 DECLINED = "declined"
@@ -86,9 +87,9 @@ class CheckoutSessionActor:
     kind = KIND
 
     def __init__(
-        self, storage: Storage, clock: Clock, secret_key: str, public_url: str, on_change: Listener
+        self, db: Database, clock: Clock, secret_key: str, public_url: str, on_change: Listener
     ) -> None:
-        self.storage = storage
+        self.db = db
         self.clock = clock
         self.secret_key = secret_key
         self.public_url = public_url
@@ -106,7 +107,7 @@ class CheckoutSessionActor:
         )
 
     async def activate(self, actor_id: str) -> CheckoutSession | None:
-        return await self.storage.checkout_session(actor_id)
+        return await self.db.read(checkout_sessions.by_id, actor_id)
 
     async def receive(
         self, actor_id: str, state: CheckoutSession | None, message: Any
@@ -125,11 +126,11 @@ class CheckoutSessionActor:
 
     async def _confirm(self, session: CheckoutSession, request: Confirm) -> ConfirmResult:
         now = self.clock.now_us()
-        if session.status != checkout.CREATED:
-            return ConfirmResult(FINAL, session)
+        if not checkout.STATES.allows(session.status, checkout.PAID):
+            return ConfirmResult(ALREADY_FINAL, session)
         if session.is_expired_at(now):
             # Never payable past expires_at, whether or not the sweep has run.
-            return ConfirmResult(FINAL, await self._expire(session))
+            return ConfirmResult(ALREADY_FINAL, await self._expire(session))
         code = customers.normalize_code(request.customer_code)
         if not code or len(code) > customers.MAX_CODE_LENGTH:
             return ConfirmResult(WRONG_CREDENTIALS, session)
@@ -148,7 +149,7 @@ class CheckoutSessionActor:
         customer = attempt.customer
         if matched and customer is not None and customer.outcome == customers.SUCCEEDS:
             return await self._pay(session, scope, code, now)
-        locked = await self.storage.settle_pin_attempt(scope, code, now, matched=matched)
+        locked = await self.db.write(customer_rows.settle_attempt, scope, code, now, matched)
         if not matched or customer is None:
             return ConfirmResult(LOCKED if locked else WRONG_CREDENTIALS, session)
         if customer.outcome == customers.INSUFFICIENT_FUNDS:
@@ -166,17 +167,20 @@ class CheckoutSessionActor:
             currency=money.CURRENCY,
             created_at=now,
         )
+        pay = checkout.STATES.check("pay", session.status)
         paid = attrs.evolve(
-            session, status=checkout.PAID, version=session.version + 1, updated_at=now, paid_at=now
+            session, status=pay.target, version=session.version + 1, updated_at=now, paid_at=now
         )
         event = self._event(paid, "checkout.session.paid", now)
         # The attempt settles in the same transaction as the payment: one commit.
-        if await self.storage.settle_pin_and_pay(scope, code, session, payment, now, event):
+        if await self.db.write(
+            checkout_sessions.settle_and_pay, scope, code, session, payment, now, event
+        ):
             self.on_change(paid)
             return ConfirmResult(PAID, paid)
         # Another process moved it on first (paid or expired): storage decided.
-        fresh = await self.storage.checkout_session(session.id)
-        return ConfirmResult(FINAL, fresh if fresh is not None else session)
+        fresh = await self.db.read(checkout_sessions.by_id, session.id)
+        return ConfirmResult(ALREADY_FINAL, fresh if fresh is not None else session)
 
     async def _reserve(self, scope: str, code: str) -> customers.PinAttempt:
         """Reserve a PIN comparison; while the code's five slots are held by attempts in
@@ -186,7 +190,9 @@ class CheckoutSessionActor:
         delay = RESERVE_RETRY_SECONDS
         with trio.move_on_after(RESERVE_WAIT_SECONDS):
             while True:
-                attempt = await self.storage.reserve_pin_attempt(scope, code, self.clock.now_us())
+                attempt = await self.db.write(
+                    customer_rows.reserve_attempt, scope, code, self.clock.now_us()
+                )
                 if not attempt.busy:
                     return attempt
                 await trio.sleep(delay)
@@ -195,17 +201,19 @@ class CheckoutSessionActor:
 
     async def _expire(self, session: CheckoutSession) -> CheckoutSession:
         now = self.clock.now_us()
-        if session.status != checkout.CREATED or not session.is_expired_at(now):
+        if not checkout.STATES.allows(session.status, checkout.EXPIRED):
+            return session
+        if not session.is_expired_at(now):
             return session
         expired = attrs.evolve(
             session, status=checkout.EXPIRED, version=session.version + 1, updated_at=now
         )
         event = self._event(expired, "checkout.session.expired", now)
-        if await self.storage.expire_checkout_session(session, now, event):
+        if await self.db.write(checkout_sessions.mark_expired, session, now, event):
             self.on_change(expired)
             return expired
         # Another process moved it on first: storage decided; take its word.
-        fresh = await self.storage.checkout_session(session.id)
+        fresh = await self.db.read(checkout_sessions.by_id, session.id)
         return fresh if fresh is not None else session
 
 
@@ -213,7 +221,7 @@ class CheckoutSessionActor:
 class CheckoutSessions:
     """Creating, reading and listing sessions; state changes go through the actors."""
 
-    storage: Storage
+    db: Database
     host: ActorHost
     clock: Clock
     ttl_seconds: int
@@ -232,13 +240,13 @@ class CheckoutSessions:
 
     async def create(self, session: CheckoutSession, completion: Completion | None) -> None:
         """Store a new session (and its idempotent answer) in one transaction."""
-        await self.storage.insert_checkout_session(session, completion)
+        await self.db.write(checkout_sessions.insert, session, completion)
         self.on_created(session)
 
     async def get(self, merchant_id: str, session_id: str) -> CheckoutSession:
         found = None
         if ids.looks_like_id(session_id, "cs_test_", 24):
-            found = await self.storage.merchant_checkout_session(merchant_id, session_id)
+            found = await self.db.read(checkout_sessions.of_merchant, merchant_id, session_id)
         if found is None:
             raise errors.NotFound("No such checkout session.", {"id": session_id[:64]})
         return found
@@ -247,11 +255,9 @@ class CheckoutSessions:
         self, merchant_id: str, status: str | None, starting_after: str | None, limit: int
     ) -> tuple[list[CheckoutSession], bool]:
         after = await cursor_position(
-            starting_after,
-            "cs_test_",
-            lambda anchor_id: self.storage.merchant_checkout_session(merchant_id, anchor_id),
+            self.db, checkout_sessions.of_merchant, merchant_id, starting_after, "cs_test_"
         )
-        rows = await self.storage.checkout_sessions_page(merchant_id, status, after, limit + 1)
+        rows = await self.db.read(checkout_sessions.page, merchant_id, status, after, limit + 1)
         return rows[:limit], len(rows) > limit
 
     async def expire(self, session_id: str) -> CheckoutSession:
@@ -276,7 +282,7 @@ class CheckoutSessions:
         except errors.ServiceError:
             pass
         try:
-            return await self.storage.checkout_session(session_id)
+            return await self.db.read(checkout_sessions.by_id, session_id)
         except Exception as error:  # the page still answers; the outage is logged
             log_event(
                 "could not read a checkout session",
@@ -289,4 +295,4 @@ class CheckoutSessions:
         """Any merchant's session, for the hosted page (the id is the capability)."""
         if not ids.looks_like_id(session_id, "cs_test_", 24):
             return None
-        return await self.storage.checkout_session(session_id)
+        return await self.db.read(checkout_sessions.by_id, session_id)

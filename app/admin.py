@@ -7,8 +7,6 @@ import time
 from collections.abc import AsyncIterator
 
 import attrs
-from fgcpay.actors.deliveries import DeliveryLog
-from fgcpay.actors.webhook_endpoints import WebhookEndpoints
 from fgcpay.clock import SystemClock
 from fgcpay.domain import customers, ids
 from fgcpay.domain.errors import ValidationFailed
@@ -18,7 +16,10 @@ from fgcpay.domain.merchants import ApiKey, Merchant, hash_password, new_api_key
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.webhooks import Delivery, parse_delivery_query
 from fgcpay.settings import Settings
-from fgcpay.storage import Storage
+from fgcpay.storage import Database, merchants
+from fgcpay.storage import customers as customer_rows
+from fgcpay.webhooks.delivery_log import DeliveryLog
+from fgcpay.webhooks.endpoints import WebhookEndpoints
 
 
 class MerchantInputError(Exception):
@@ -40,7 +41,7 @@ class CreatedMerchant:
 
 
 async def create_merchant(
-    storage: Storage, name: str, email: str, password: str | None = None, now_us: int | None = None
+    db: Database, name: str, email: str, password: str | None = None, now_us: int | None = None
 ) -> CreatedMerchant:
     """Create a merchant with one new test API key; the raw key is returned, never stored."""
     name = name.strip()
@@ -62,7 +63,7 @@ async def create_merchant(
         password_hash=hash_password(password) if password else None,
     )
     key = new_api_key(merchant.id, now)
-    if not await storage.create_merchant(merchant, key.record):
+    if not await db.write(merchants.insert_merchant, merchant, key.record):
         raise MerchantInputError(f"a merchant with the email {email} already exists")
     return CreatedMerchant(merchant=merchant, api_key=key.raw)
 
@@ -77,7 +78,7 @@ MAX_KEY_NAME_LENGTH = 100
 
 
 async def create_api_key(
-    storage: Storage, merchant_id: str, name: str | None = None, now_us: int | None = None
+    db: Database, merchant_id: str, name: str | None = None, now_us: int | None = None
 ) -> CreatedKey:
     """A new test API key for the merchant; the raw key is returned, never stored.
 
@@ -87,47 +88,47 @@ async def create_api_key(
         name = name.strip() or None
     if name is not None and len(name) > MAX_KEY_NAME_LENGTH:
         raise KeyInputError(f"a key name is at most {MAX_KEY_NAME_LENGTH} characters")
-    await _existing_merchant(storage, merchant_id)
+    await _existing_merchant(db, merchant_id)
     now = time.time_ns() // 1000 if now_us is None else now_us
     key = new_api_key(merchant_id, now, name)
-    await storage.add_api_key(key.record)
+    await db.write(merchants.insert_api_key, key.record)
     return CreatedKey(key=key.record, api_key=key.raw)
 
 
-async def api_keys(storage: Storage, merchant_id: str) -> list[ApiKey]:
+async def api_keys(db: Database, merchant_id: str) -> list[ApiKey]:
     """The merchant's keys, newest first (hashes and display parts only, never raw keys)."""
-    await _existing_merchant(storage, merchant_id)
-    return await storage.api_keys(merchant_id)
+    await _existing_merchant(db, merchant_id)
+    return await db.read(merchants.api_keys_of, merchant_id)
 
 
 async def revoke_api_key(
-    storage: Storage, merchant_id: str, key_id: str, now_us: int | None = None
+    db: Database, merchant_id: str, key_id: str, now_us: int | None = None
 ) -> ApiKey:
     """Revoke one of the merchant's keys: the next request with it is 401.
 
     Revoking a revoked key changes nothing. Returns the key as now stored; raises
     KeyInputError when the merchant has no such key.
     """
-    await _existing_merchant(storage, merchant_id)
+    await _existing_merchant(db, merchant_id)
     now = time.time_ns() // 1000 if now_us is None else now_us
-    await storage.revoke_api_key(merchant_id, key_id, now)
-    for key in await storage.api_keys(merchant_id):
+    await db.write(merchants.revoke_api_key, merchant_id, key_id, now)
+    for key in await db.read(merchants.api_keys_of, merchant_id):
         if key.id == key_id:
             return key
     raise KeyInputError(f"merchant {merchant_id} has no key {key_id}")
 
 
-async def _existing_merchant(storage: Storage, merchant_id: str) -> Merchant:
-    merchant = await storage.merchant(merchant_id)
+async def _existing_merchant(db: Database, merchant_id: str) -> Merchant:
+    merchant = await db.read(merchants.merchant_by_id, merchant_id)
     if merchant is None:
         raise KeyInputError(f"no merchant {merchant_id}")
     return merchant
 
 
-def webhook_endpoints(storage: Storage, settings: Settings) -> WebhookEndpoints:
+def webhook_endpoints(db: Database, settings: Settings) -> WebhookEndpoints:
     """Endpoint operations for the command line (the running service polls the outbox)."""
     return WebhookEndpoints(
-        storage, SystemClock(), SecretBox(settings.secret_key), settings.webhook_allow_private
+        db, SystemClock(), SecretBox(settings.secret_key), settings.webhook_allow_private
     )
 
 
@@ -140,7 +141,7 @@ _DELIVERY_OPTIONS = {"event_id": "--event", "endpoint_id": "--endpoint", "status
 
 
 async def delivery_log(
-    storage: Storage,
+    db: Database,
     merchant_id: str,
     event_id: str | None = None,
     endpoint_id: str | None = None,
@@ -156,9 +157,9 @@ async def delivery_log(
         problem = failed.errors[0]
         option = _DELIVERY_OPTIONS[problem.field]
         raise DeliveryLogInputError(f"{option}: {problem.message}") from None
-    if await storage.merchant(merchant_id) is None:
+    if await db.read(merchants.merchant_by_id, merchant_id) is None:
         raise DeliveryLogInputError(f"no merchant {merchant_id}")
-    log = DeliveryLog(storage)
+    log = DeliveryLog(db)
     while True:
         page, has_more = await log.page(merchant_id, query)
         for delivery in page:
@@ -169,7 +170,7 @@ async def delivery_log(
 
 
 async def unlock_customer(
-    storage: Storage, code: str, merchant_id: str | None, now_us: int | None = None
+    db: Database, code: str, merchant_id: str | None, now_us: int | None = None
 ) -> tuple[str, int]:
     """Lift a customer code's wrong-PIN lock and forget its wrong PINs.
 
@@ -184,8 +185,8 @@ async def unlock_customer(
         )
     scope = None
     if merchant_id is not None:
-        if await storage.merchant(merchant_id) is None:
+        if await db.read(merchants.merchant_by_id, merchant_id) is None:
             raise UnlockInputError(f"no merchant {merchant_id}")
         scope = customers.lock_scope(code, merchant_id)
     now = time.time_ns() // 1000 if now_us is None else now_us
-    return code, await storage.unlock_customer(code, scope, now)
+    return code, await db.write(customer_rows.unlock, code, scope, now)

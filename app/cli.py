@@ -32,7 +32,7 @@ from fgcpay.settings import (
 
 if TYPE_CHECKING:
     from fgcpay.domain.merchants import ApiKey
-    from fgcpay.storage import Storage
+    from fgcpay.storage import Database
 
 
 class CommandError(Exception):
@@ -90,19 +90,19 @@ def _one_line(error: BaseException) -> str:
 
 
 @asynccontextmanager
-async def _database(settings: Settings) -> AsyncIterator[Storage]:
-    """The storage of `settings`; failing to open it (connect, create the file, migrate)
+async def _database(settings: Settings) -> AsyncIterator[Database]:
+    """The database of `settings`; failing to open it (connect, create the file, migrate)
     is a CommandError naming where the database is and why."""
-    from fgcpay.storage import open_storage
+    from fgcpay.storage import open_database
 
     opened = False
     try:
         # A command is one caller: the smallest pool (writer, listener, one reader).
-        async with open_storage(
+        async with open_database(
             settings.database_url, 3, settings.db_timeout_seconds
-        ) as storage:
+        ) as db:
             opened = True
-            yield storage
+            yield db
     except Exception as error:
         if opened:
             raise
@@ -223,9 +223,9 @@ async def _migrate(settings: Settings) -> int:
 async def _create_merchant(settings: Settings, name: str, email: str, password: str | None) -> int:
     from fgcpay.admin import MerchantInputError, create_merchant
 
-    async with _database(settings) as storage:
+    async with _database(settings) as db:
         try:
-            created = await create_merchant(storage, name, email, password)
+            created = await create_merchant(db, name, email, password)
         except MerchantInputError as error:
             return _fail(str(error))
     print(json.dumps({"merchant_id": created.merchant.id, "api_key": created.api_key}))
@@ -234,9 +234,10 @@ async def _create_merchant(settings: Settings, name: str, email: str, password: 
 
 async def _list_merchants(settings: Settings) -> int:
     from fgcpay.domain.times import iso_ms
+    from fgcpay.storage import merchants as merchant_rows
 
-    async with _database(settings) as storage:
-        merchants = await storage.merchants()
+    async with _database(settings) as db:
+        merchants = await db.read(merchant_rows.all_merchants)
     for merchant in merchants:
         shown = {"id": merchant.id, "name": merchant.name, "email": merchant.email}
         print(json.dumps({**shown, "created_at": iso_ms(merchant.created_at)}))
@@ -262,9 +263,9 @@ def _key_json(key: ApiKey) -> dict[str, Any]:
 async def _create_key(settings: Settings, merchant_id: str, name: str | None) -> int:
     from fgcpay.admin import KeyInputError, create_api_key
 
-    async with _database(settings) as storage:
+    async with _database(settings) as db:
         try:
-            created = await create_api_key(storage, merchant_id, name)
+            created = await create_api_key(db, merchant_id, name)
         except KeyInputError as error:
             return _fail(str(error))
     print(json.dumps({"id": created.key.id, "api_key": created.api_key}))
@@ -274,9 +275,9 @@ async def _create_key(settings: Settings, merchant_id: str, name: str | None) ->
 async def _list_keys(settings: Settings, merchant_id: str) -> int:
     from fgcpay.admin import KeyInputError, api_keys
 
-    async with _database(settings) as storage:
+    async with _database(settings) as db:
         try:
-            keys = await api_keys(storage, merchant_id)
+            keys = await api_keys(db, merchant_id)
         except KeyInputError as error:
             return _fail(str(error))
     for key in keys:
@@ -287,9 +288,9 @@ async def _list_keys(settings: Settings, merchant_id: str) -> int:
 async def _revoke_key(settings: Settings, merchant_id: str, key_id: str) -> int:
     from fgcpay.admin import KeyInputError, revoke_api_key
 
-    async with _database(settings) as storage:
+    async with _database(settings) as db:
         try:
-            key = await revoke_api_key(storage, merchant_id, key_id)
+            key = await revoke_api_key(db, merchant_id, key_id)
         except KeyInputError as error:
             return _fail(str(error))
     print(json.dumps({"id": key.id, "revoked_at": _key_json(key)["revoked_at"]}))
@@ -304,11 +305,13 @@ async def _create_endpoint(settings: Settings, merchant_id: str, url: str, event
     body: dict[str, Any] = {"url": url}
     if events:
         body["enabled_events"] = [part.strip() for part in events.split(",") if part.strip()]
-    async with _database(settings) as storage:
-        if await storage.merchant(merchant_id) is None:
+    from fgcpay.storage import merchants as merchant_rows
+
+    async with _database(settings) as db:
+        if await db.read(merchant_rows.merchant_by_id, merchant_id) is None:
             return _fail(f"no merchant {merchant_id}")
         try:
-            endpoint, secret = await webhook_endpoints(storage, settings).create(
+            endpoint, secret = await webhook_endpoints(db, settings).create(
                 merchant_id, parse_endpoint(body)
             )
         except ServiceError as error:
@@ -321,9 +324,9 @@ async def _redeliver(settings: Settings, merchant_id: str, event_id: str) -> int
     from fgcpay.admin import webhook_endpoints
     from fgcpay.domain.errors import ServiceError
 
-    async with _database(settings) as storage:
+    async with _database(settings) as db:
         try:
-            queued = await webhook_endpoints(storage, settings).redeliver(merchant_id, event_id)
+            queued = await webhook_endpoints(db, settings).redeliver(merchant_id, event_id)
         except ServiceError as error:
             return _fail(error.message)
     print(json.dumps({"event_id": event_id, "deliveries_queued": queued}))
@@ -340,9 +343,9 @@ async def _deliveries(
     from fgcpay.admin import DeliveryLogInputError, delivery_log
     from fgcpay.domain.webhooks import delivery_to_json
 
-    async with _database(settings) as storage:
+    async with _database(settings) as db:
         try:
-            async for delivery in delivery_log(storage, merchant_id, event_id, endpoint_id, status):
+            async for delivery in delivery_log(db, merchant_id, event_id, endpoint_id, status):
                 print(json.dumps(delivery_to_json(delivery)))
         except DeliveryLogInputError as error:
             return _fail(str(error))
@@ -352,9 +355,9 @@ async def _deliveries(
 async def _unlock_customer(settings: Settings, code: str, merchant_id: str | None) -> int:
     from fgcpay.admin import UnlockInputError, unlock_customer
 
-    async with _database(settings) as storage:
+    async with _database(settings) as db:
         try:
-            code, lifted = await unlock_customer(storage, code, merchant_id)
+            code, lifted = await unlock_customer(db, code, merchant_id)
         except UnlockInputError as error:
             return _fail(str(error))
     print(json.dumps({"customer_code": code, "merchant_id": merchant_id, "unlocked": lifted}))

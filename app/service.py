@@ -19,10 +19,6 @@ import trio
 from fgcpay import server
 from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessionActor, CheckoutSessions
-from fgcpay.actors.expiry import ExpirySweeper
-from fgcpay.actors.status_hub import StatusHub
-from fgcpay.actors.webhook_dispatcher import WebhookDispatcher
-from fgcpay.actors.webhook_endpoints import WebhookEndpoints
 from fgcpay.clock import Clock, SystemClock
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.customers import TEST_CUSTOMERS, pin_hmac
@@ -31,10 +27,14 @@ from fgcpay.domain.secret_box import SecretBox
 from fgcpay.http.app import create_app
 from fgcpay.http.plumbing import protocol_error_answer
 from fgcpay.http.rate_limit import RateLimiter
+from fgcpay.live_status import StatusHub, follow_status_changes, publish_status
 from fgcpay.logs import log_event
 from fgcpay.server import ServerConfig
 from fgcpay.settings import Settings, default_public_url
-from fgcpay.storage import Storage, StorageError, open_storage
+from fgcpay.storage import Database, customers, idempotency, merchants, open_database
+from fgcpay.timers.expiry import ExpirySweeper
+from fgcpay.webhooks.dispatcher import WebhookDispatcher
+from fgcpay.webhooks.endpoints import WebhookEndpoints
 from hypercorn.config import Sockets
 from hypercorn.trio import serve as hypercorn_serve
 
@@ -48,7 +48,7 @@ class Service:
 
     settings: Settings
     clock: Clock
-    storage: Storage
+    db: Database
     nursery: trio.Nursery
     rate_limiter: RateLimiter
     actors: ActorHost
@@ -72,28 +72,29 @@ class Service:
 
     async def _touch(self, key_id: str, now: int) -> None:
         try:
-            await self.storage.touch_api_key(key_id, now)
+            await self.db.write(merchants.touch_api_key, key_id, now)
         except Exception as error:  # informative only: never fail a request over it
             log_event("could not record key use", logging.WARNING, error=type(error).__name__)
 
 
 @asynccontextmanager
 async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Service]:
-    """Start storage and the background parts; yield the running `Service`; stop them all."""
+    """Open the database, start the background parts; yield the running `Service`; stop
+    them all."""
     clock = clock or SystemClock()
-    async with open_storage(
+    async with open_database(
         settings.database_url, settings.db_pool_size, settings.db_timeout_seconds
-    ) as storage:
+    ) as db:
         async with trio.open_nursery() as nursery:
             actors = ActorHost(
                 idle_seconds=settings.actor_idle_seconds,
                 ask_timeout=settings.actor_ask_timeout_seconds,
             )
-            sweeper = ExpirySweeper(storage, actors, clock, settings.expiry_poll_seconds)
+            sweeper = ExpirySweeper(db, actors, clock, settings.expiry_poll_seconds)
             status_hub = StatusHub()
             box = SecretBox(settings.secret_key)
             dispatcher = WebhookDispatcher(
-                storage,
+                db,
                 clock,
                 box,
                 allow_private=settings.webhook_allow_private,
@@ -102,26 +103,26 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
             )
 
             def session_changed(session: CheckoutSession) -> None:
-                status_hub.publish(session.id, {"id": session.id, "status": session.status})
+                publish_status(status_hub, session.id, session.status)
                 dispatcher.ring()  # its event and deliveries were committed with the change
 
             actors.register(
                 CheckoutSessionActor(
-                    storage, clock, settings.secret_key, settings.public_url, session_changed
+                    db, clock, settings.secret_key, settings.public_url, session_changed
                 )
             )
-            await storage.set_test_customer_pins(seeded_pin_hmacs(settings.secret_key))
+            await db.write(customers.set_pin_hmacs, seeded_pin_hmacs(settings.secret_key))
             service = Service(
                 settings=settings,
                 clock=clock,
-                storage=storage,
+                db=db,
                 nursery=nursery,
                 rate_limiter=RateLimiter(
-                    settings.rate_limit_per_second, settings.rate_limit_burst, storage, clock
+                    settings.rate_limit_per_second, settings.rate_limit_burst, db, clock
                 ),
                 actors=actors,
                 checkout=CheckoutSessions(
-                    storage=storage,
+                    db=db,
                     host=actors,
                     clock=clock,
                     ttl_seconds=settings.checkout_ttl_seconds,
@@ -132,39 +133,19 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 status_hub=status_hub,
                 dispatcher=dispatcher,
                 webhook_endpoints=WebhookEndpoints(
-                    storage, clock, box, settings.webhook_allow_private, dispatcher.ring
+                    db, clock, box, settings.webhook_allow_private, dispatcher.ring
                 ),
             )
-            await nursery.start(
-                storage.follow_status_changes,
-                lambda resource_id, status: status_hub.publish(
-                    resource_id, {"id": resource_id, "status": status}
-                ),
-                lambda: nursery.start_soon(republish_statuses, storage, status_hub),
-            )
+            await nursery.start(follow_status_changes, db, status_hub, nursery)
             await nursery.start(actors.run)
             await nursery.start(sweeper.run)
             await nursery.start(dispatcher.run)
-            await nursery.start(run_housekeeping, storage, clock)
+            await nursery.start(run_housekeeping, db, clock)
             await nursery.start(service.rate_limiter.run)
             try:
                 yield service
             finally:
                 nursery.cancel_scope.cancel()
-
-
-async def republish_statuses(storage: Storage, status_hub: StatusHub) -> None:
-    """Publish the stored status of every followed resource again: after the status
-    listener lost its connection, a change another process made meanwhile was not heard.
-    A subscriber passes on only what differs from what it last sent."""
-    for resource_id in status_hub.resource_ids():
-        try:
-            session = await storage.checkout_session(resource_id)
-        except StorageError as error:  # the listener will call again when it is back
-            log_event("could not re-read live statuses", logging.WARNING, error=type(error).__name__)
-            return
-        if session is not None:
-            status_hub.publish(resource_id, {"id": resource_id, "status": session.status})
 
 
 def seeded_pin_hmacs(secret_key: str) -> list[tuple[str, str]]:
@@ -173,16 +154,17 @@ def seeded_pin_hmacs(secret_key: str) -> list[tuple[str, str]]:
 
 
 HOUSEKEEPING_SECONDS = 600.0
+PURGE_BATCH = 1000  # idempotency records one purge statement deletes at most
 
 
 async def run_housekeeping(
-    storage: Storage, clock: Clock, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    db: Database, clock: Clock, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
     """Drop idempotency records past their 24 hours, every few minutes."""
     task_status.started()
     while True:
         try:
-            while await storage.purge_idempotency_keys(clock.now_us()) > 0:
+            while await db.write(idempotency.purge_expired, clock.now_us(), PURGE_BATCH) > 0:
                 pass
         except Exception as error:
             log_event("housekeeping failed", logging.WARNING, error_type=type(error).__name__)

@@ -25,13 +25,24 @@ from .fields import (
     validate,
 )
 from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
+from .states import StateMachine, Transition
 from .times import iso_ms
 
 CREATED = "created"
 PAID = "paid"
 EXPIRED = "expired"
-STATUSES = (CREATED, PAID, EXPIRED)
-FINAL = frozenset({PAID, EXPIRED})
+
+# The one place a checkout session's status rules live: the actor decides with it, and
+# storage's conditional writes (`pay`, `mark_expired`) guard with it.
+STATES = StateMachine(
+    "checkout_session",
+    statuses=(CREATED, PAID, EXPIRED),
+    transitions=(
+        Transition("pay", {CREATED}, PAID),
+        Transition("expire", {CREATED}, EXPIRED),
+    ),
+)
+STATUSES = STATES.statuses
 
 MAX_DESCRIPTION = 500
 
@@ -74,10 +85,6 @@ class CheckoutSession:
 
     def is_expired_at(self, now_us: int) -> bool:
         return now_us >= self.expires_at
-
-    def payable_at(self, now_us: int) -> bool:
-        """Only a `created` session before its `expires_at` can be paid."""
-        return self.status == CREATED and not self.is_expired_at(now_us)
 
 
 class CheckoutSessionCreate(BaseModel):

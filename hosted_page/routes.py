@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fgcpay.actors.checkout_session import FINAL, PAID, ConfirmResult
+from fgcpay.actors.checkout_session import ALREADY_FINAL, PAID, ConfirmResult
 from fgcpay.domain import checkout, errors
 from fgcpay.http.errors import database_unavailable
 from fgcpay.http.plumbing import current_service
-from fgcpay.storage import DatabaseUnavailable
+from fgcpay.storage import DatabaseUnavailable, merchants
 from quart import Blueprint, Response, redirect, render_template, request, websocket
 
 from . import security, views
@@ -75,7 +75,7 @@ async def _context(
     session: checkout.CheckoutSession, message: str | None = None, customer_code: str = ""
 ) -> dict[str, Any]:
     service = current_service()
-    merchant = await service.storage.merchant(session.merchant_id)
+    merchant = await service.db.read(merchants.merchant_by_id, session.merchant_id)
     context = views.page_context(session, merchant.name if merchant else "", service.clock.now_us())
     context["message"] = message
     context["customer_code"] = customer_code[:32]  # kept for another try; the PIN never is
@@ -109,8 +109,8 @@ async def confirm(session_id: str) -> Response:
         return await _confirm_unanswered(session, busy, form.get("customer_code", ""), nonce)
     if result.outcome == PAID:
         return redirect(views.success_redirect(result.session), 303)  # type: ignore[return-value]
-    message = None if result.outcome == FINAL else result.message
-    status = 200 if result.outcome == FINAL else 400
+    message = None if result.outcome == ALREADY_FINAL else result.message
+    status = 200 if result.outcome == ALREADY_FINAL else 400
     context = await _context(result.session, message, form.get("customer_code", ""))
     return await _render(
         "checkout.html", context, status, nonce=nonce, success_url=session.success_url
@@ -135,7 +135,7 @@ async def _confirm_unanswered(
         return redirect(views.success_redirect(settled), 303)  # type: ignore[return-value]
     current = settled or session
     back_to = session.success_url
-    if settled is not None and settled.status != checkout.CREATED:
+    if settled is not None and settled.status in views.FINAL_STATUSES:
         context = await _context(current)  # expired meanwhile: the page says so
         return await _render("checkout.html", context, 200, nonce=nonce, success_url=back_to)
     context = await _context(current, views.TRY_AGAIN, customer_code)

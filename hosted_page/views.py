@@ -6,8 +6,10 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from fgcpay.domain import checkout, customers, money
+from fgcpay.domain.states import final_statuses
 
-FINAL_STATUSES = ("paid", "expired", "cancelled")
+# Where the page stops following a status: final in the table of a resource it shows.
+FINAL_STATUSES = final_statuses([checkout.STATES])
 
 # When a confirm gets no answer in time. True whether or not it commits later: a session
 # is paid at most once, and the page shows `paid` as soon as it is.
@@ -19,7 +21,7 @@ TRY_AGAIN = (
 
 def display_status(session: checkout.CheckoutSession, now_us: int) -> str:
     """What the customer should see: past `expires_at` reads expired even before the sweep."""
-    if session.status == checkout.CREATED and session.is_expired_at(now_us):
+    if checkout.STATES.allows(session.status, checkout.EXPIRED) and session.is_expired_at(now_us):
         return checkout.EXPIRED
     return session.status
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import attrs
 from fgcpay.domain import errors, ids
 from fgcpay.domain.merchants import ApiKey, Merchant
-from fgcpay.storage import Storage
+from fgcpay.storage import Database, merchants
 
 KEY_BODY_LENGTH = 32
 
@@ -23,7 +23,7 @@ def _invalid(message: str = "Invalid API key.") -> errors.Unauthenticated:
     return errors.Unauthenticated(message)
 
 
-async def authenticate(storage: Storage, authorizations: Sequence[str]) -> Principal:
+async def authenticate(db: Database, authorizations: Sequence[str]) -> Principal:
     """The merchant behind `Authorization: Bearer <key>` (every value of the header, as
     received), or 401 `invalid_api_key`.
 
@@ -44,7 +44,7 @@ async def authenticate(storage: Storage, authorizations: Sequence[str]) -> Princ
     if not ids.looks_like_id(token, ids.API_KEY_PREFIX, KEY_BODY_LENGTH):
         raise _invalid()
     key_hash = ids.api_key_hash(token)
-    found = await storage.api_key_by_hash(key_hash)
+    found = await db.read(merchants.api_key_by_hash, key_hash)
     if found is None:
         raise _invalid()
     api_key, merchant = found

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fgcpay.actors.deliveries import DeliveryLog
 from fgcpay.domain import webhooks
 from fgcpay.domain.lists import Page, envelope
+from fgcpay.webhooks.delivery_log import DeliveryLog
 from quart import Blueprint, Response, request
 
 from .operations import operation
@@ -15,7 +15,7 @@ blueprint = Blueprint("deliveries", __name__, url_prefix="/api/v1")
 
 
 def _log() -> DeliveryLog:
-    return DeliveryLog(current_service().storage)
+    return DeliveryLog(current_service().db)
 
 
 @blueprint.get("/webhook_deliveries")

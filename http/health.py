@@ -21,7 +21,7 @@ async def healthz() -> Response:
 async def readyz() -> Response:
     """The database answers; 503 `service_unavailable` otherwise."""
     try:
-        await current_service().storage.ping()
+        await current_service().db.ping()
     except Exception:
         raise errors.Unavailable(
             "The database does not answer.",

@@ -35,6 +35,7 @@ from fgcpay.domain.idempotency import (
     request_hash,
 )
 from fgcpay.domain.secret_box import SecretBox
+from fgcpay.storage import idempotency as idempotency_rows
 from quart import Response, g, request
 
 from .errors import api_error_response
@@ -126,8 +127,8 @@ def _idempotent(
         scope = Scope(principal().merchant.id, request.method, request.path, key)
         fingerprint = _fingerprint(raw)
         owner = secrets.token_hex(12)
-        claim = await service.storage.claim_idempotency_key(
-            scope, fingerprint, owner, service.clock.now_us()
+        claim = await service.db.write(
+            idempotency_rows.claim, scope, fingerprint, owner, service.clock.now_us()
         )
         if not claim.owned:
             if claim.request_hash != fingerprint:
@@ -158,7 +159,8 @@ def _idempotent(
             if not claimed.recorded:
                 if _is_final(response):
                     body = await response.get_data(as_text=True)
-                    await service.storage.complete_idempotency_key(
+                    await service.db.write(
+                        idempotency_rows.complete,
                         claimed.completion(
                             response.status_code, stored_headers(response.headers), str(body)
                         )
@@ -168,7 +170,7 @@ def _idempotent(
         finally:
             if not claimed.recorded:
                 with trio.CancelScope(shield=True):
-                    await service.storage.release_idempotency_key(scope, owner)
+                    await service.db.write(idempotency_rows.release, scope, owner)
 
     return wrapper
 

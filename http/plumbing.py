@@ -110,7 +110,7 @@ async def _limit_by_address() -> None:
 async def _authenticate_and_limit() -> None:
     service = current_service()
     try:
-        found = await authenticate(service.storage, request.headers.getlist("Authorization"))
+        found = await authenticate(service.db, request.headers.getlist("Authorization"))
     except errors.Unauthenticated:
         # Failed attempts are limited per client address, so keys cannot be guessed fast.
         await _limit_by_address()

@@ -26,31 +26,22 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Protocol
 
 import attrs
 import trio
 from fgcpay.clock import Clock, SystemClock
 from fgcpay.logs import log_event
-from fgcpay.storage.rate_limits import Reservation
+from fgcpay.storage import Database, rate_limits
 
 MAX_BUCKETS = 100_000
 # How long a request may wait for the database's reservation before the limiter gives
 # up on it, and how long it then limits per process before asking the database again.
 RESERVE_TIMEOUT = 2.0
 DEGRADED_SECONDS = 5.0
-# Rows untouched this much longer than a full refill are deleted, every PURGE_SECONDS.
+# Rows untouched this much longer than a full refill are deleted, every PURGE_SECONDS,
+# up to PURGE_BATCH rows a statement.
 PURGE_SECONDS = 600.0
-
-
-class TokenStore(Protocol):
-    """The shared buckets (implemented by `fgcpay.storage.Storage`)."""
-
-    async def reserve_rate_tokens(
-        self, bucket_key: str, want: int, rate: float, burst: int, now_us: int
-    ) -> Reservation: ...
-
-    async def purge_rate_limit_buckets(self, older_than_us: int, limit: int = 1000) -> int: ...
+PURGE_BATCH = 1000
 
 
 @attrs.define
@@ -79,20 +70,20 @@ class Verdict:
 
 
 class RateLimiter:
-    """`await take(key)` decides one request. Without a `store` (or while it fails) the
-    buckets live in this process only."""
+    """`await take(key)` decides one request. Without a database `db` (or while it fails)
+    the buckets live in this process only."""
 
     def __init__(
         self,
         rate: float,
         burst: int,
-        store: TokenStore | None = None,
+        db: Database | None = None,
         clock: Clock | None = None,
     ) -> None:
         self.rate = rate
         self.burst = burst
         self.batch = max(1, burst // 10)
-        self._store = store
+        self._db = db
         self._clock = clock or SystemClock()
         self._buckets: dict[str, _Bucket] = {}
         self._shares: dict[str, _Share] = {}
@@ -104,7 +95,7 @@ class RateLimiter:
         return max(1, math.ceil(self.burst / self.rate))
 
     async def take(self, key: str) -> Verdict:
-        if self._store is None:
+        if self._db is None:
             return self._take_local(key)
         share = self._shares.get(key)
         if share is None:
@@ -126,13 +117,18 @@ class RateLimiter:
             await self._refill(key, share)
 
     async def _refill(self, key: str, share: _Share) -> None:
-        assert self._store is not None
+        assert self._db is not None
         share.refilling = done = trio.Event()
         reservation = None
         try:
             with trio.move_on_after(RESERVE_TIMEOUT):
-                reservation = await self._store.reserve_rate_tokens(
-                    key, self.batch, self.rate, self.burst, self._clock.now_us()
+                reservation = await self._db.write(
+                    rate_limits.reserve,
+                    key,
+                    self.batch,
+                    self.rate,
+                    self.burst,
+                    self._clock.now_us(),
                 )
         except Exception as error:  # any database failure: limit per process instead
             self._degrade(type(error).__name__)
@@ -191,20 +187,21 @@ class RateLimiter:
         """Delete shared buckets that have refilled completely, every few minutes (a
         missing row reads as a full bucket, so this changes no answer)."""
         task_status.started()
-        if self._store is None:
+        if self._db is None:
             return
         full_us = int((self.burst / self.rate + 60) * 1_000_000)
         while True:
             await trio.sleep(PURGE_SECONDS)
             try:
-                while await self._store.purge_rate_limit_buckets(self._clock.now_us() - full_us):
+                older_than = self._clock.now_us() - full_us
+                while await self._db.write(rate_limits.purge_full, older_than, PURGE_BATCH):
                     pass
             except Exception as error:
                 log_event(
                     "rate limit purge failed", logging.WARNING, error_type=type(error).__name__
                 )
 
-    # -- per process: without a store, and while the store fails ---------------------------
+    # -- per process: without the database, and while it fails ----------------------------
 
     def _take_local(self, key: str) -> Verdict:
         now = trio.current_time()

@@ -1,8 +1,7 @@
-"""Storage: one interface (`Storage`), two backends (SQLite, PostgreSQL), SQL migrations."""
+"""Storage: the database seam (`Database`, opened with `open_database`), its two backends
+(SQLite, PostgreSQL), SQL migrations, and one repository module of SQL per resource."""
 
 from ._database import Database, DatabaseUnavailable, Row, StorageError, Tx
-from ._storage import Storage, open_storage
+from ._open import open_database
 
-__all__ = [
-    "Database", "DatabaseUnavailable", "Row", "Storage", "StorageError", "Tx", "open_storage",
-]
+__all__ = ["Database", "DatabaseUnavailable", "Row", "StorageError", "Tx", "open_database"]

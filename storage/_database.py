@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+import trio
+
 T = TypeVar("T")
 P = ParamSpec("P")
 
@@ -52,6 +54,20 @@ class Database(Protocol):
 
     async def ping(self) -> None:
         """Raise unless the database answers."""
+        ...
+
+    async def listen(
+        self,
+        channel: str,
+        on_payload: Callable[[str], None],
+        on_reconnect: Callable[[], None],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Call `on_payload` for each notification other processes commit on `channel`
+        (PostgreSQL LISTEN/NOTIFY), and `on_reconnect` each time the listener is back after
+        losing its connection (what was notified meanwhile was not heard). A database
+        that serves one process (SQLite) has nothing to hear: it returns once started."""
         ...
 
 

@@ -12,10 +12,11 @@ the trio thread never waits for the file.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import trio
 
 from ._database import DatabaseUnavailable, RepoFn, Row, StorageError, select_one
 from ._migrations import Migration, sqlite_apply_migrations
@@ -166,6 +167,17 @@ class SqliteDatabase:
 
     async def ping(self) -> None:
         await self.read(select_one)
+
+    async def listen(
+        self,
+        channel: str,
+        on_payload: Callable[[str], None],
+        on_reconnect: Callable[[], None],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        # One process per file: every change is made, and published, in this process.
+        task_status.started()
 
     # -- the writer thread ----------------------------------------------------------
 

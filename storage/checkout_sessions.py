@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from fgcpay.domain.checkout import CheckoutSession
+from fgcpay.domain.checkout import STATES, CheckoutSession
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.transactions import Transaction
 from fgcpay.domain.webhooks import Event
 
 from . import customers, idempotency, transactions, webhooks
 from ._database import Row, Tx
-from ._paging import newest_first
+from ._status import status_in
+from .paging import newest_first
+
+# The conditional writes' transitions, from the one table in the domain.
+_PAY = STATES.transition("pay")
+_EXPIRE = STATES.transition("expire")
+_PAYABLE = status_in(_PAY)
+_EXPIRABLE = status_in(_EXPIRE)
 
 COLUMNS = (
     "id, merchant_id, status, version, amount_minor, currency, eur_cents, description,"
@@ -89,7 +96,7 @@ def page(
 
 def due_for_expiry(tx: Tx, now_us: int, limit: int) -> list[str]:
     rows = tx.fetch(
-        "SELECT id FROM checkout_sessions WHERE status = 'created' AND expires_at <= ?"
+        f"SELECT id FROM checkout_sessions WHERE {_EXPIRABLE} AND expires_at <= ?"
         " ORDER BY expires_at LIMIT ?",
         now_us,
         limit,
@@ -99,17 +106,18 @@ def due_for_expiry(tx: Tx, now_us: int, limit: int) -> list[str]:
 
 def next_expiry(tx: Tx) -> int | None:
     value = tx.fetchval(
-        "SELECT MIN(expires_at) FROM checkout_sessions WHERE status = 'created'"
+        f"SELECT MIN(expires_at) FROM checkout_sessions WHERE {_EXPIRABLE}"
     )
     return None if value is None else int(value)
 
 
 def mark_expired(tx: Tx, session: CheckoutSession, now_us: int, event: Event) -> bool:
-    """Compare-and-set `created` -> `expired` and record its event with the deliveries;
-    False (nothing written) when the row moved on meanwhile."""
+    """Compare-and-set the `expire` transition (`created` -> `expired`) and record its
+    event with the deliveries; False (nothing written) when the row moved on meanwhile."""
     changed = tx.execute(
-        "UPDATE checkout_sessions SET status = 'expired', version = version + 1, updated_at = ?"
-        " WHERE id = ? AND status = 'created' AND version = ? AND expires_at <= ?",
+        "UPDATE checkout_sessions SET status = ?, version = version + 1, updated_at = ?"
+        f" WHERE id = ? AND {_EXPIRABLE} AND version = ? AND expires_at <= ?",
+        _EXPIRE.target,
         now_us,
         session.id,
         session.version,
@@ -117,7 +125,7 @@ def mark_expired(tx: Tx, session: CheckoutSession, now_us: int, event: Event) ->
     )
     if changed == 1:
         webhooks.record_event(tx, event)
-        notify_status(tx, session.id, "expired")
+        notify_status(tx, session.id, _EXPIRE.target)
     return changed == 1
 
 
@@ -133,14 +141,16 @@ def notify_status(tx: Tx, resource_id: str, status: str) -> None:
 def pay(
     tx: Tx, session: CheckoutSession, payment: Transaction, now_us: int, event: Event
 ) -> bool:
-    """Compare-and-set `created` -> `paid`, and with it the test transaction, the event and
-    its outbox deliveries: one transaction, so a crash never loses a webhook.
+    """Compare-and-set the `pay` transition (`created` -> `paid`), and with it the test
+    transaction, the event and its outbox deliveries: one transaction, so a crash never
+    loses a webhook.
 
     False (and nothing written) when the session moved on or expired meanwhile.
     """
     changed = tx.execute(
-        "UPDATE checkout_sessions SET status = 'paid', version = version + 1, updated_at = ?,"
-        " paid_at = ? WHERE id = ? AND status = 'created' AND version = ? AND expires_at > ?",
+        "UPDATE checkout_sessions SET status = ?, version = version + 1, updated_at = ?,"
+        f" paid_at = ? WHERE id = ? AND {_PAYABLE} AND version = ? AND expires_at > ?",
+        _PAY.target,
         now_us,
         now_us,
         session.id,
@@ -151,7 +161,7 @@ def pay(
         return False
     transactions.insert(tx, payment)
     webhooks.record_event(tx, event)
-    notify_status(tx, session.id, "paid")
+    notify_status(tx, session.id, _PAY.target)
     return True
 
 

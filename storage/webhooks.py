@@ -17,7 +17,7 @@ from fgcpay.domain.webhooks import (
 )
 
 from ._database import Row, Tx
-from ._paging import newest_first
+from .paging import newest_first
 
 _ENDPOINT_COLUMNS = (
     "id, merchant_id, url, enabled_events, secret_sealed, previous_secret_sealed,"

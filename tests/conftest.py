@@ -16,7 +16,7 @@ from fgcpay.admin import CreatedMerchant, create_merchant
 from fgcpay.clock import Clock
 from fgcpay.service import Running, serve
 from fgcpay.settings import Settings
-from fgcpay.storage import Storage, open_storage
+from fgcpay.storage import Database, open_database
 from pg_cluster import PgCluster, start_cluster
 
 BACKENDS = ["sqlite", "postgresql"]
@@ -86,8 +86,8 @@ def make_settings(database_url: str) -> Settings:
 
 
 @pytest.fixture
-async def storage(database_url: str) -> AsyncIterator[Storage]:
-    async with open_storage(database_url, 5) as opened:
+async def db(database_url: str) -> AsyncIterator[Database]:
+    async with open_database(database_url, 5) as opened:
         yield opened
 
 
@@ -122,12 +122,12 @@ class Server:
         return self.running.urls[0]
 
     @property
-    def storage(self) -> Storage:
-        return self.running.service.storage
+    def db(self) -> Database:
+        return self.running.service.db
 
     async def merchant(self, name: str = "Acme Coffee") -> MerchantClient:
         email = f"{secrets.token_hex(4)}@example.com"
-        created = await create_merchant(self.storage, name, email)
+        created = await create_merchant(self.db, name, email)
         return MerchantClient(created, self.client)
 
 

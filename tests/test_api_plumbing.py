@@ -6,6 +6,7 @@ import httpx
 import pytest
 from conftest import Server
 from fgcpay.domain import ids
+from fgcpay.storage import merchants
 
 API_ERROR_FIELDS = {"code", "message", "details", "request_id"}
 
@@ -61,8 +62,8 @@ async def test_live_key_is_told_live_mode_is_off(server: Server) -> None:
 async def test_revoked_key_fails_at_once(server: Server) -> None:
     merchant = await server.merchant()
     assert (await merchant.get("/nowhere")).status_code == 404
-    (key,) = await server.storage.api_keys(merchant.id)
-    await server.storage.revoke_api_key(merchant.id, key.id, 1)
+    (key,) = await server.db.read(merchants.api_keys_of, merchant.id)
+    await server.db.write(merchants.revoke_api_key, merchant.id, key.id, 1)
     response = await merchant.get("/nowhere")
     body = assert_api_error(response, 401, "invalid_api_key")
     assert "revoked" in str(body["message"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -131,7 +132,7 @@ async def test_paying_as_test_0001_lands_on_the_success_url(server: Server, shop
             page.goto(str(session["checkout_url"]))
             assert page.get_by_text("12.50 FGC").is_visible()
             assert page.get_by_text("Acme Coffee").first.is_visible()
-            screenshot(page, f"checkout-page-{server.storage.dialect}")
+            screenshot(page, f"checkout-page-{server.db.dialect}")
             fill_and_pay(page, "TEST-0001", "1234")
             page.wait_for_url(f"{shop}/thanks*", timeout=WAIT_MS)
             assert f"checkout_session_id={session['id']}" in page.url
@@ -155,7 +156,7 @@ async def test_a_wrong_pin_shows_the_message(server: Server) -> None:
             alert.wait_for(timeout=WAIT_MS)
             assert "not right" in alert.inner_text()
             assert page.get_by_role("button", name="Pay").is_enabled()
-            screenshot(page, f"wrong-pin-{server.storage.dialect}")
+            screenshot(page, f"wrong-pin-{server.db.dialect}")
 
     await in_browser(scenario)
 
@@ -175,7 +176,7 @@ async def test_a_payment_in_another_tab_turns_this_tab_paid(server: Server, shop
             second.wait_for_url(f"{shop}/thanks*", timeout=WAIT_MS)
             first.get_by_test_id("paid").wait_for(state="visible", timeout=WAIT_MS)
             assert not first.get_by_role("button", name="Pay").is_visible()
-            screenshot(first, f"paid-elsewhere-{server.storage.dialect}")
+            screenshot(first, f"paid-elsewhere-{server.db.dialect}")
 
     await in_browser(scenario)
 
@@ -200,19 +201,31 @@ async def test_expiry_turns_the_open_page_expired(
     def scenario() -> None:
         with browser() as b:
             page = b.new_page()
-            page.goto(str(session["checkout_url"]))
-            page.wait_for_function("document.body.dataset.status === 'created'")
-            page_open.set()
+            frames: list[object] = []
+
+            def on_socket(socket: Any) -> None:
+                socket.on("framereceived", lambda frame: frames.append(frame))
+
+            page.on("websocket", on_socket)
+            try:
+                page.goto(str(session["checkout_url"]))
+                page.wait_for_function("document.body.dataset.status === 'created'")
+                # The server subscribes the page's socket before it sends the first
+                # status: once that frame is here, a change made now reaches the page.
+                deadline = time.monotonic() + WAIT_MS / 1000
+                while not frames:
+                    assert time.monotonic() < deadline, "the page's websocket sent nothing"
+                    page.wait_for_timeout(20)
+            finally:
+                page_open.set()  # on failure too, so the test ends and reports it
             jumped.wait(timeout=30)
             page.get_by_test_id("expired").wait_for(state="visible", timeout=WAIT_MS)
             assert not page.get_by_role("button", name="Pay").is_visible()
-            screenshot(page, f"expired-{server.storage.dialect}")
+            screenshot(page, f"expired-{server.db.dialect}")
 
     async with trio.open_nursery() as inner:
         inner.start_soon(in_browser, scenario)
         await trio.to_thread.run_sync(page_open.wait)
-        # The page's socket is connected once the server has a subscriber for it.
-        await server.running.service.status_hub.wait_for_subscriber(str(session["id"]))
         clock.jump(601)
         jumped.set()
     await server.shutdown()

@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 import httpx
 import trio
-from fgcpay.storage import open_storage
+from fgcpay.storage import open_database, transactions
 from hosted import TOKEN
 from processes import LEASE_SECONDS, ServiceProcess
 from receiver import Receiver, start_receiver
@@ -222,8 +222,8 @@ async def test_sigkill_under_load_loses_nothing_and_doubles_nothing(
     await _wait_for_paid_events(receiver, paid)
     await api.aclose()
     assert await service.stop(signal.SIGTERM) == 0
-    async with open_storage(database_url, 3) as storage:
+    async with open_database(database_url, 3) as db:
         for session in sessions:
-            transactions = await storage.checkout_session_transactions(session["id"])
-            assert len(transactions) == (1 if session["id"] in paid else 0), session["id"]
+            written = await db.read(transactions.for_checkout_session, session["id"])
+            assert len(written) == (1 if session["id"] in paid else 0), session["id"]
     assert "Traceback" not in service.log.read_text(), service.log.read_text()[-5_000:]

@@ -19,8 +19,9 @@ from conftest import MerchantClient, Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.logs import JsonFormatter
 from fgcpay.settings import Settings
-from fgcpay.storage import Storage, Tx, open_storage
-from fgcpay.storage import _storage as storage_module
+from fgcpay.storage import Database, Tx, open_database
+from fgcpay.storage import _open as storage_module
+from fgcpay.storage import webhooks as webhook_rows
 from receiver import reserve_port, start_receiver, url_of
 from test_openapi_strict import assert_documented, component, parameter, schema_validator
 from test_webhooks import add_endpoint, paid_session
@@ -329,11 +330,11 @@ async def test_another_merchants_delivery_is_not_found_and_not_listed(
     ],
 )
 async def test_the_command_refuses_bad_options_in_one_line(
-    storage: Storage, database_url: str, options: list[str], words: str
+    db: Database, database_url: str, options: list[str], words: str
 ) -> None:
     from fgcpay.admin import create_merchant
 
-    created = await create_merchant(storage, "Acme", "ops@example.com")
+    created = await create_merchant(db, "Acme", "ops@example.com")
     argv = ["webhook", "deliveries", "--merchant", created.merchant.id, *options]
     done = await run_cli(database_url, *argv)
     assert done.returncode == 2, done.stderr
@@ -382,10 +383,10 @@ async def test_deliveries_written_before_the_log_keep_working(
     before = [m for m in storage_module.load_migrations() if "delivery_ids" not in m.name]
     with monkeypatch.context() as patch:
         patch.setattr(storage_module, "load_migrations", lambda: before)
-        async with open_storage(database_url, 3) as old:
-            await old.db.write(_old_delivery)
-    async with open_storage(database_url, 3) as storage:
-        found = await storage.webhook_delivery("mer_" + "M" * 16, "whd_" + "D" * 24)
+        async with open_database(database_url, 3) as old:
+            await old.write(_old_delivery)
+    async with open_database(database_url, 3) as db:
+        found = await db.read(webhook_rows.delivery_of, "mer_" + "M" * 16, "whd_" + "D" * 24)
         assert found is not None
         assert (found.status, found.event_type, len(found.attempts)) == (
             "pending",
@@ -394,7 +395,7 @@ async def test_deliveries_written_before_the_log_keep_working(
         )
         assert (found.attempts[0].status_code, found.attempts[0].response_body) == (500, "nope")
         # Still pending: the dispatcher claims it under its new id.
-        assert await storage.next_delivery_due(_no_limits()) == NOW_US + 5_000_000
+        assert await db.read(webhook_rows.next_due, _no_limits()) == NOW_US + 5_000_000
 
 
 def _no_limits() -> Any:

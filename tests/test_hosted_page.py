@@ -13,6 +13,7 @@ from conftest import Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.logs import JsonFormatter
 from fgcpay.settings import Settings
+from fgcpay.storage import customers, transactions
 from hosted import Customer, message, new_session, page_status
 from test_checkout_sessions import create
 
@@ -68,13 +69,13 @@ async def test_paying_as_test_0001_redirects_to_success_url_and_marks_paid(serve
     assert parse_qs(target.query) == {"order": ["42"], "checkout_session_id": [session["id"]]}
     paid = (await merchant.get(f"/checkout/sessions/{session['id']}")).json()
     assert paid["status"] == "paid" and paid["paid_at"] is not None
-    transactions = await server.storage.checkout_session_transactions(str(session["id"]))
-    assert len(transactions) == 1
-    assert transactions[0].amount_minor == 1250 and transactions[0].customer_code == "TEST-0001"
+    written = await server.db.read(transactions.for_checkout_session, str(session["id"]))
+    assert len(written) == 1
+    assert written[0].amount_minor == 1250 and written[0].customer_code == "TEST-0001"
     # The page now says paid, and paying again changes nothing.
     again = await customer.pay(str(session["id"]))
     assert again.status_code == 200 and page_status(again) == "paid"
-    assert len(await server.storage.checkout_session_transactions(str(session["id"]))) == 1
+    assert len(await server.db.read(transactions.for_checkout_session, str(session["id"]))) == 1
     await customer.close()
 
 
@@ -91,7 +92,7 @@ async def test_two_tabs_paying_at_once_make_exactly_one_transaction(server: Serv
             nursery.start_soon(pay, tab)
     assert sorted(r.status_code for r in results) == [200] * 5 + [303]
     assert all(page_status(r) == "paid" for r in results if r.status_code == 200)
-    assert len(await server.storage.checkout_session_transactions(str(session["id"]))) == 1
+    assert len(await server.db.read(transactions.for_checkout_session, str(session["id"]))) == 1
     for tab in tabs:
         await tab.close()
 
@@ -116,7 +117,7 @@ async def test_refused_payments_show_a_message_and_change_nothing(
     assert expected in (message(response) or "")
     assert page_status(response) == "created"
     assert (await merchant.get(f"/checkout/sessions/{session['id']}")).json()["status"] == "created"
-    assert await server.storage.checkout_session_transactions(str(session["id"])) == []
+    assert await server.db.read(transactions.for_checkout_session, str(session["id"])) == []
     await customer.close()
 
 
@@ -146,7 +147,7 @@ async def test_five_wrong_pins_lock_the_code_for_15_minutes(
     assert "locked" in (message(await customer.pay(sid)) or "")
     clock.jump(61)
     assert (await customer.pay(sid)).status_code == 303
-    assert len(await server.storage.checkout_session_transactions(sid)) == 1
+    assert len(await server.db.read(transactions.for_checkout_session, sid)) == 1
     await customer.close()
     await server.shutdown()
 
@@ -183,7 +184,7 @@ async def test_an_expired_session_cannot_be_paid(
     )
     assert response.status_code == 200 and page_status(response) == "expired"
     assert "expired" in (await customer.open(sid)).text
-    assert await server.storage.checkout_session_transactions(sid) == []
+    assert await server.db.read(transactions.for_checkout_session, sid) == []
     assert (await merchant.get(f"/checkout/sessions/{sid}")).json()["status"] == "expired"
     await customer.close()
     await server.shutdown()
@@ -251,9 +252,9 @@ async def test_the_pin_is_never_logged_or_stored(server: Server, database_url: s
     dump = await _database_text(server)
     assert "checkout.session.paid" in dump  # the event is in there, without the PIN
     assert secret_pin not in dump
-    customers = await server.storage.test_customer("TEST-0001")
-    assert customers is not None and customers.pin_hmac not in (None, "1234")
-    assert "1234" not in repr(customers)
+    customer = await server.db.read(customers.by_code, "TEST-0001")
+    assert customer is not None and customer.pin_hmac not in (None, "1234")
+    assert "1234" not in repr(customer)
 
 
 async def _database_text(server: Server) -> str:
@@ -268,4 +269,4 @@ async def _database_text(server: Server) -> str:
                 out.append(" ".join(str(row[column]) for column in row.keys()))
         return "\n".join(out)
 
-    return await server.storage.db.read(everything)
+    return await server.db.read(everything)

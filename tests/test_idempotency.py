@@ -7,6 +7,7 @@ import trio
 from conftest import Server
 from fgcpay.domain.fields import canonical_json
 from fgcpay.domain.idempotency import Scope, request_hash
+from fgcpay.storage import idempotency
 from test_checkout_sessions import valid_body
 
 PATH = "/checkout/sessions"
@@ -51,8 +52,8 @@ async def test_same_key_while_in_flight_is_409_in_use(server: Server) -> None:
     scope = Scope(merchant.id, "POST", "/api/v1" + PATH, "busy")
     now = server.running.service.clock.now_us()
     # Another request holds the key right now.
-    claim = await server.storage.claim_idempotency_key(
-        scope, request_hash(canonical_json(body).encode()), "someone-else", now
+    claim = await server.db.write(
+        idempotency.claim, scope, request_hash(canonical_json(body).encode()), "someone-else", now
     )
     assert claim.owned
     response = await merchant.post(PATH, json=body, headers={"Idempotency-Key": "busy"})
@@ -132,22 +133,21 @@ async def test_a_lapsed_claim_is_taken_over(server: Server) -> None:
     body = valid_body()
     scope = Scope(merchant.id, "POST", "/api/v1" + PATH, "crashed")
     long_ago = server.running.service.clock.now_us() - 3600 * 1_000_000
-    await server.storage.claim_idempotency_key(
-        scope, request_hash(canonical_json(body).encode()), "dead-process", long_ago
-    )
+    fingerprint = request_hash(canonical_json(body).encode())
+    await server.db.write(idempotency.claim, scope, fingerprint, "dead-process", long_ago)
     response = await merchant.post(PATH, json=body, headers={"Idempotency-Key": "crashed"})
     assert response.status_code == 201
 
 
 async def test_records_are_kept_24_hours_then_purged(server: Server) -> None:
     merchant = await server.merchant()
-    storage = server.storage
+    db = server.db
     first = await merchant.post(PATH, json=valid_body(), headers={"Idempotency-Key": "day"})
     assert first.status_code == 201
     now = server.running.service.clock.now_us()
     hour = 3600 * 1_000_000
-    assert await storage.purge_idempotency_keys(now + 23 * hour) == 0
-    assert await storage.purge_idempotency_keys(now + 25 * hour) == 1
+    assert await db.write(idempotency.purge_expired, now + 23 * hour, 1000) == 0
+    assert await db.write(idempotency.purge_expired, now + 25 * hour, 1000) == 1
     # After the purge the key is free again: a different body is a new request.
     second = await merchant.post(PATH, json=valid_body(amount_fgc="1.00"), headers={"Idempotency-Key": "day"})
     assert second.status_code == 201 and second.json()["id"] != first.json()["id"]
@@ -158,8 +158,8 @@ async def test_expired_record_is_not_replayed_even_before_purge(server: Server) 
     body = valid_body()
     scope = Scope(merchant.id, "POST", "/api/v1" + PATH, "old")
     two_days_ago = server.running.service.clock.now_us() - 48 * 3600 * 1_000_000
-    storage = server.storage
-    claim = await storage.claim_idempotency_key(scope, "other-hash", "gone", two_days_ago)
+    db = server.db
+    claim = await db.write(idempotency.claim, scope, "other-hash", "gone", two_days_ago)
     assert claim.owned
     response = await merchant.post(PATH, json=body, headers={"Idempotency-Key": "old"})
     assert response.status_code == 201

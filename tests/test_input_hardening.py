@@ -384,11 +384,11 @@ async def test_customer_email_on_reserved_names(server: Server) -> None:
 
 
 async def test_the_readme_quick_start_merchant_email_is_accepted(server: Server) -> None:
-    created = await create_merchant(server.storage, "Acme", "Owner@ACME.test")
+    created = await create_merchant(server.db, "Acme", "Owner@ACME.test")
     assert created.merchant.email == "owner@acme.test"
     for email in ("owner@acme", "not an email"):
         with pytest.raises(MerchantInputError, match="invalid email"):
-            await create_merchant(server.storage, "Acme", email)
+            await create_merchant(server.db, "Acme", email)
 
 
 def test_fields_email_reports_the_field() -> None:

@@ -56,7 +56,7 @@ async def test_every_subscriber_hears_the_change(server: Server) -> None:
         await customer.pay(sid)
         await customer.close()
     assert received == [{"id": sid, "status": "paid"}] * 5
-    assert server.running.service.status_hub.subscriber_count() == 0
+    assert server.running.service.status_hub.resource_ids() == []  # nothing left behind
 
 
 async def test_a_paid_session_reads_paid_at_once(server: Server) -> None:
@@ -91,7 +91,7 @@ async def test_unknown_session_socket_is_refused_with_404(server: Server) -> Non
 
 
 async def test_slow_subscriber_gets_the_latest_not_a_backlog() -> None:
-    from fgcpay.actors.status_hub import StatusHub
+    from fgcpay.live_status import StatusHub
 
     hub = StatusHub()
     with hub.subscribe("x") as subscription:
@@ -101,7 +101,7 @@ async def test_slow_subscriber_gets_the_latest_not_a_backlog() -> None:
         with trio.move_on_after(0.01) as nothing_more:
             await subscription.next()
         assert nothing_more.cancelled_caught
-    assert hub.subscriber_count() == 0
+    assert hub.resource_ids() == []
 
 
 async def test_a_payment_in_one_process_reaches_a_socket_held_by_another(

@@ -20,8 +20,8 @@ from conftest import MerchantClient, Server, start_server
 from fgcpay.actors.checkout_session import CheckoutSessionActor
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
-from fgcpay.storage import Storage, open_storage
-from fgcpay.storage import _storage as storage_module
+from fgcpay.storage import Database, checkout_sessions, customers, open_database, transactions
+from fgcpay.storage import _open as storage_module
 from fgcpay.storage._database import Tx
 from hosted import TOKEN, Customer, message, page_status
 from test_checkout_sessions import create
@@ -243,10 +243,10 @@ async def test_the_migration_keeps_existing_locks(
     before = [m for m in storage_module.load_migrations() if m.version < 5]
     with monkeypatch.context() as patch:
         patch.setattr(storage_module, "load_migrations", lambda: before)
-        async with open_storage(database_url, 3) as old:
-            await old.db.write(_old_rows)
-    async with open_storage(database_url, 3) as storage:
-        await _assert_migrated(storage)
+        async with open_database(database_url, 3) as old:
+            await old.write(_old_rows)
+    async with open_database(database_url, 3) as db:
+        await _assert_migrated(db)
 
 
 NOW_US = 1_900_000_000_000_000
@@ -265,17 +265,17 @@ def _old_rows(tx: Tx) -> None:
         )
 
 
-async def _assert_migrated(storage: Storage) -> None:
+async def _assert_migrated(db: Database) -> None:
     # The global lock holds; the test customer's old shared lock no longer stops anyone.
-    refused: Any = await storage.reserve_pin_attempt("", "REAL-0001", NOW_US)
+    refused: Any = await db.write(customers.reserve_attempt, "", "REAL-0001", NOW_US)
     assert refused.locked
-    test_customer = await storage.reserve_pin_attempt("mer_a", "TEST-0001", NOW_US)
+    test_customer = await db.write(customers.reserve_attempt, "mer_a", "TEST-0001", NOW_US)
     assert not test_customer.locked and test_customer.customer is not None
     # REAL-0002's two earlier failures still count: three more lock it.
     for n in range(3):
-        attempt = await storage.reserve_pin_attempt("", "REAL-0002", NOW_US)
+        attempt = await db.write(customers.reserve_attempt, "", "REAL-0002", NOW_US)
         assert not attempt.locked
-        locked = await storage.settle_pin_attempt("", "REAL-0002", NOW_US, matched=False)
+        locked = await db.write(customers.settle_attempt, "", "REAL-0002", NOW_US, matched=False)
         assert locked == (n == 2)
 
 
@@ -293,19 +293,19 @@ async def test_a_confirm_that_outlives_its_ask_shows_the_true_outcome(
     )
     merchant = await server.merchant()
     session_id, = await _sessions(merchant, 1)
-    real_pay = server.storage.settle_pin_and_pay
+    real_write = server.db.write
     release = trio.Event()
 
-    async def slow_pay(*args: Any) -> bool:
-        # A slow write (mock time): past the ask's timeout, then it commits.
-        if commits:
-            await trio.sleep(ask_timeout * 1.5)
-        else:
-            await release.wait()
-        paid: bool = await real_pay(*args)
-        return paid
+    async def slow_write(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if fn is checkout_sessions.settle_and_pay:
+            # A slow payment (mock time): past the ask's timeout, then it commits.
+            if commits:
+                await trio.sleep(ask_timeout * 1.5)
+            else:
+                await release.wait()
+        return await real_write(fn, *args, **kwargs)
 
-    monkeypatch.setattr(server.storage, "settle_pin_and_pay", slow_pay)
+    monkeypatch.setattr(server.db, "write", slow_write)
     answer = await _pay(server, session_id, "TEST-0001", "1234")
     assert not answer.headers["content-type"].startswith("application/json"), answer.text
     if commits:
@@ -324,7 +324,7 @@ async def test_a_confirm_that_outlives_its_ask_shows_the_true_outcome(
         customer = Customer(server)
         assert page_status(await customer.open(session_id)) == "paid"
         await customer.close()
-        assert len(await server.storage.checkout_session_transactions(session_id)) == 1
+        assert len(await server.db.read(transactions.for_checkout_session, session_id)) == 1
     await server.shutdown()
 
 

@@ -30,7 +30,7 @@ import attrs
 import httpx
 import pytest
 import trio
-from fgcpay.storage import DatabaseUnavailable, Storage
+from fgcpay.storage import Database, DatabaseUnavailable
 from pg_cluster import PgCluster, start_cluster
 from test_checkout_sessions import valid_body
 from trio_websocket import ConnectionClosed, ConnectionRejected, open_websocket_url
@@ -340,12 +340,12 @@ def _bad_sql(tx: Any) -> Any:
     return tx.fetchval("SELECT no_such_column FROM no_such_table")
 
 
-async def test_a_bug_in_sql_is_not_an_outage(storage: Storage) -> None:
+async def test_a_bug_in_sql_is_not_an_outage(db: Database) -> None:
     """Bad SQL stays a bug (a 500), on both backends, and the database serves on."""
     with pytest.raises(Exception) as read:
-        await storage.db.read(_bad_sql)
+        await db.read(_bad_sql)
     with pytest.raises(Exception) as write:
-        await storage.db.write(_bad_sql)
+        await db.write(_bad_sql)
     assert not isinstance(read.value, DatabaseUnavailable)
     assert not isinstance(write.value, DatabaseUnavailable)
-    await storage.db.ping()
+    await db.ping()

@@ -66,7 +66,7 @@ async def test_after_a_wrong_pin_focus_is_on_the_pin_field_described_by_the_mess
             assert page.get_by_label("Customer code").input_value() == "TEST-0001"
             assert page.get_by_label("PIN").input_value() == ""
             mode = "js" if javascript else "nojs"
-            screenshot(page, f"a11y-wrong-pin-{mode}-{server.storage.dialect}")
+            screenshot(page, f"a11y-wrong-pin-{mode}-{server.db.dialect}")
 
     await in_browser(scenario)
 
@@ -99,7 +99,7 @@ async def test_the_code_field_has_a_format_hint_not_a_placeholder_value(server: 
             hint = page.locator(f"#{hint_ids[0]}")
             assert hint.is_visible()
             assert hint.inner_text().strip() == "Format: TEST-0000"
-            screenshot(page, f"a11y-code-hint-{server.storage.dialect}")
+            screenshot(page, f"a11y-code-hint-{server.db.dialect}")
 
     await in_browser(scenario)
 
@@ -125,7 +125,7 @@ async def test_the_test_customer_table_is_collapsed_only_on_a_narrow_screen(
             outcome = page.get_by_text("insufficient funds").filter(visible=True)
             assert outcome.count() == (1 if shown else 0)
             name = f"a11y-test-customers-{viewport['width']}-{'js' if javascript else 'nojs'}"
-            screenshot(page, f"{name}-{server.storage.dialect}")
+            screenshot(page, f"{name}-{server.db.dialect}")
             # Either way one click on the summary toggles the table.
             summary.click()
             assert outcome.count() == (0 if shown else 1)

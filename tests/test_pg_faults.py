@@ -36,7 +36,7 @@ import psycopg
 import pytest
 import trio
 from conftest import Server, make_settings, start_server
-from fgcpay.storage import DatabaseUnavailable, Tx, open_storage
+from fgcpay.storage import DatabaseUnavailable, Tx, open_database
 from hosted import new_session
 from pg_cluster import PgCluster, start_cluster
 from processes import ServiceProcess
@@ -418,13 +418,13 @@ async def test_no_call_fails_on_a_connection_that_died_with_a_restart(
     """Only calls in flight during a restart may hear "unavailable": once PostgreSQL is
     back, a pooled connection that died with it is not handed to a caller."""
     url = _durable_database(own_cluster, "pooled")
-    async with open_storage(url, 3, timeout_seconds=DB_TIMEOUT_SECONDS) as storage:
+    async with open_database(url, 3, timeout_seconds=DB_TIMEOUT_SECONDS) as db:
         # The reader's and the writer's connections are open and idle.
-        assert await storage.db.read(_one) == 1
-        assert await storage.db.write(_one) == 1
+        assert await db.read(_one) == 1
+        assert await db.write(_one) == 1
         await trio.to_thread.run_sync(_restart_fast, own_cluster)  # back when it returns
         failed = []
-        for name, run in (("read", storage.db.read), ("write", storage.db.write)):
+        for name, run in (("read", db.read), ("write", db.write)):
             try:
                 assert await run(_one) == 1
             except DatabaseUnavailable as error:
@@ -482,8 +482,8 @@ async def test_a_statement_past_the_timeout_is_cancelled_by_the_server(postgres_
     async def none_sleeps() -> bool:
         return not await trio.to_thread.run_sync(_sleeping_backends, postgres_url)
 
-    async with open_storage(postgres_url, 3, timeout_seconds=timeout) as storage:
-        for name, run in (("read", storage.db.read), ("write", storage.db.write)):
+    async with open_database(postgres_url, 3, timeout_seconds=timeout) as db:
+        for name, run in (("read", db.read), ("write", db.write)):
             outcome: dict[str, Any] = {}
             with trio.fail_after(10):
                 async with trio.open_nursery() as nursery:

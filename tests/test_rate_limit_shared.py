@@ -26,7 +26,7 @@ import trio.testing
 from conftest import MerchantClient, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
-from fgcpay.storage import Storage
+from fgcpay.storage import Database, rate_limits
 
 RATE_LIMIT = re.compile(r'^"default";r=(\d+);t=(\d+)$')
 BURST = 20
@@ -97,7 +97,7 @@ async def test_two_workers_share_one_bucket_per_key(
 
 @attrs.define
 class _CountingReservations:
-    """Wraps the real `Storage.reserve_rate_tokens` to count the calls and how many
+    """Wraps the database's real `write` to count the token reservations and how many
     run at once."""
 
     real: Callable[..., Awaitable[Any]]
@@ -105,13 +105,15 @@ class _CountingReservations:
     running: int = 0
     most_at_once: int = 0
 
-    async def __call__(self, *args: Any) -> Any:
+    async def __call__(self, fn: Any, *args: Any) -> Any:
+        if fn is not rate_limits.reserve:
+            return await self.real(fn, *args)
         self.calls += 1
         self.running += 1
         self.most_at_once = max(self.most_at_once, self.running)
         try:
             await trio.lowlevel.checkpoint()  # let the other requests pile up behind this one
-            return await self.real(*args)
+            return await self.real(fn, *args)
         finally:
             self.running -= 1
 
@@ -121,8 +123,8 @@ async def test_a_worker_reserves_a_batch_at_a_time_one_refill_at_once(
 ) -> None:
     server = await start_server(nursery, settings)  # 100 burst: batches of 10
     merchant = await server.merchant()
-    counting = _CountingReservations(server.storage.reserve_rate_tokens)
-    monkeypatch.setattr(server.storage, "reserve_rate_tokens", counting)
+    counting = _CountingReservations(server.db.write)
+    monkeypatch.setattr(server.db, "write", counting)
     codes: list[int] = []
 
     async def one() -> None:
@@ -154,7 +156,7 @@ async def test_without_its_table_the_limiter_falls_back_to_the_process_bucket(
     def drop(tx: Any) -> None:
         tx.execute("DROP TABLE rate_limit_buckets")
 
-    await server.storage.db.write(drop)
+    await server.db.write(drop)
     with caplog.at_level(logging.WARNING, logger="fgcpay"):
         answers = [await merchant.get("/checkout/sessions") for _ in range(4)]
     # The database cannot limit: each process limits on its own, never a 5xx.
@@ -168,33 +170,33 @@ async def test_without_its_table_the_limiter_falls_back_to_the_process_bucket(
     await server.shutdown()
 
 
-async def test_buckets_that_refilled_completely_are_purged(storage: Storage) -> None:
+async def test_buckets_that_refilled_completely_are_purged(db: Database) -> None:
     now = 1_800_000_000_000_000
-    taken = await storage.reserve_rate_tokens("key:a", 5, 1.0, 20, now)
+    taken = await db.write(rate_limits.reserve, "key:a", 5, 1.0, 20, now)
     assert (taken.granted, taken.left) == (5, 15.0)
-    again = await storage.reserve_rate_tokens("key:a", 5, 1.0, 20, now + 2_000_000)
+    again = await db.write(rate_limits.reserve, "key:a", 5, 1.0, 20, now + 2_000_000)
     assert (again.granted, again.left) == (5, 12.0)  # 2 tokens refilled meanwhile
-    await storage.reserve_rate_tokens("key:b", 1, 1.0, 20, now + 30_000_000)
+    await db.write(rate_limits.reserve, "key:b", 1, 1.0, 20, now + 30_000_000)
     # key:a is full again after 20 seconds; key:b was touched since.
-    assert await storage.purge_rate_limit_buckets(now + 10_000_000) == 1
-    fresh = await storage.reserve_rate_tokens("key:a", 30, 1.0, 20, now + 40_000_000)
+    assert await db.write(rate_limits.purge_full, now + 10_000_000, 1000) == 1
+    fresh = await db.write(rate_limits.reserve, "key:a", 30, 1.0, 20, now + 40_000_000)
     assert (fresh.granted, fresh.left) == (20, 0.0)
-    empty = await storage.reserve_rate_tokens("key:a", 30, 1.0, 20, now + 40_500_000)
+    empty = await db.write(rate_limits.reserve, "key:a", 30, 1.0, 20, now + 40_500_000)
     assert (empty.granted, empty.left) == (0, 0.5)
     # A stamp from a clock behind the row's refills nothing and keeps the row's stamp.
-    behind = await storage.reserve_rate_tokens("key:a", 1, 1.0, 20, now + 39_000_000)
+    behind = await db.write(rate_limits.reserve, "key:a", 1, 1.0, 20, now + 39_000_000)
     assert (behind.granted, behind.left) == (0, 0.5)
-    later = await storage.reserve_rate_tokens("key:a", 1, 1.0, 20, now + 41_000_000)
+    later = await db.write(rate_limits.reserve, "key:a", 1, 1.0, 20, now + 41_000_000)
     assert (later.granted, later.left) == (1, 0.0)
 
 
 async def test_the_memory_for_shared_buckets_is_bounded(
-    storage: Storage, monkeypatch: pytest.MonkeyPatch
+    db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from fgcpay.http import rate_limit
 
     monkeypatch.setattr(rate_limit, "MAX_BUCKETS", 40)
-    limiter = rate_limit.RateLimiter(rate=10.0, burst=5, store=storage)
+    limiter = rate_limit.RateLimiter(rate=10.0, burst=5, db=db)
     for n in range(100):
         assert (await limiter.take(f"key{n}")).allowed
         assert len(limiter._shares) <= 40

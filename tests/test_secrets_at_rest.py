@@ -45,7 +45,7 @@ async def _every_row_as_text(server: Server) -> str:
                 out.append(" ".join(str(value) for value in tuple(row)))
         return "\n".join(out)
 
-    text: str = await server.storage.db.read(dump)
+    text: str = await server.db.read(dump)
     return text
 
 
@@ -64,7 +64,7 @@ async def _secret_flows(server: Server, nursery: trio.Nursery) -> tuple[Merchant
     """Every flow that handles a secret; returns the merchant and the raw secrets seen."""
     merchant = await server.merchant()
     with_password = await create_merchant(
-        server.storage, "Pw Shop", "pw@example.com", password=PASSWORD
+        server.db, "Pw Shop", "pw@example.com", password=PASSWORD
     )
     receiver = await start_receiver(nursery)
     create = {"Idempotency-Key": "create-endpoint-1"}

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
-from fgcpay.actors import destinations
+from fgcpay.webhooks import destinations
 from receiver import start_receiver
 
 # (address, allowed): each form is judged by the IPv4 address it carries.

@@ -6,12 +6,12 @@ import trio
 from fgcpay.admin import create_merchant
 from fgcpay.domain import ids
 from fgcpay.domain.merchants import new_api_key
-from fgcpay.storage import Storage, open_storage
+from fgcpay.storage import Database, merchants, open_database
 
 
-async def test_merchant_and_key_round_trip(storage: Storage) -> None:
-    created = await create_merchant(storage, "Acme", "Owner@Example.com", "correct horse battery")
-    found = await storage.api_key_by_hash(ids.api_key_hash(created.api_key))
+async def test_merchant_and_key_round_trip(db: Database) -> None:
+    created = await create_merchant(db, "Acme", "Owner@Example.com", "correct horse battery")
+    found = await db.read(merchants.api_key_by_hash, ids.api_key_hash(created.api_key))
     assert found is not None
     key, merchant = found
     assert merchant.id == created.merchant.id
@@ -20,59 +20,59 @@ async def test_merchant_and_key_round_trip(storage: Storage) -> None:
     assert key.display.startswith("fp_test_") and key.display.endswith(created.api_key[-4:])
 
 
-async def test_raw_key_is_not_stored(storage: Storage) -> None:
-    created = await create_merchant(storage, "Acme", "a@example.com")
-    (key,) = await storage.api_keys(created.merchant.id)
+async def test_raw_key_is_not_stored(db: Database) -> None:
+    created = await create_merchant(db, "Acme", "a@example.com")
+    (key,) = await db.read(merchants.api_keys_of, created.merchant.id)
     assert created.api_key not in repr(key)
     assert key.key_hash == ids.api_key_hash(created.api_key)
 
 
-async def test_duplicate_email_is_refused(storage: Storage) -> None:
-    await create_merchant(storage, "Acme", "dup@example.com")
+async def test_duplicate_email_is_refused(db: Database) -> None:
+    await create_merchant(db, "Acme", "dup@example.com")
     try:
-        await create_merchant(storage, "Other", "DUP@example.com")
+        await create_merchant(db, "Other", "DUP@example.com")
     except Exception as error:
         assert "already exists" in str(error)
     else:
         raise AssertionError("a second merchant with the same email was created")
 
 
-async def test_revoked_key_reads_revoked(storage: Storage) -> None:
-    created = await create_merchant(storage, "Acme", "r@example.com")
-    (key,) = await storage.api_keys(created.merchant.id)
-    assert await storage.revoke_api_key(created.merchant.id, key.id, 123)
-    assert not await storage.revoke_api_key(created.merchant.id, key.id, 456)
-    found = await storage.api_key_by_hash(key.key_hash)
+async def test_revoked_key_reads_revoked(db: Database) -> None:
+    created = await create_merchant(db, "Acme", "r@example.com")
+    (key,) = await db.read(merchants.api_keys_of, created.merchant.id)
+    assert await db.write(merchants.revoke_api_key, created.merchant.id, key.id, 123)
+    assert not await db.write(merchants.revoke_api_key, created.merchant.id, key.id, 456)
+    found = await db.read(merchants.api_key_by_hash, key.key_hash)
     assert found is not None and found[0].revoked_at == 123
 
 
-async def test_another_merchant_cannot_revoke_a_key(storage: Storage) -> None:
-    owner = await create_merchant(storage, "Acme", "o@example.com")
-    other = await create_merchant(storage, "Other", "x@example.com")
-    (key,) = await storage.api_keys(owner.merchant.id)
-    assert not await storage.revoke_api_key(other.merchant.id, key.id, 1)
+async def test_another_merchant_cannot_revoke_a_key(db: Database) -> None:
+    owner = await create_merchant(db, "Acme", "o@example.com")
+    other = await create_merchant(db, "Other", "x@example.com")
+    (key,) = await db.read(merchants.api_keys_of, owner.merchant.id)
+    assert not await db.write(merchants.revoke_api_key, other.merchant.id, key.id, 1)
 
 
-async def test_concurrent_writes_all_commit(storage: Storage) -> None:
-    created = await create_merchant(storage, "Acme", "c@example.com")
+async def test_concurrent_writes_all_commit(db: Database) -> None:
+    created = await create_merchant(db, "Acme", "c@example.com")
     keys = [new_api_key(created.merchant.id, n).record for n in range(200)]
     async with trio.open_nursery() as nursery:
         for key in keys:
-            nursery.start_soon(storage.add_api_key, key)
-    stored = await storage.api_keys(created.merchant.id)
+            nursery.start_soon(db.write, merchants.insert_api_key, key)
+    stored = await db.read(merchants.api_keys_of, created.merchant.id)
     assert len(stored) == 201
 
 
-async def test_a_failing_write_does_not_undo_its_neighbours(storage: Storage) -> None:
-    created = await create_merchant(storage, "Acme", "f@example.com")
+async def test_a_failing_write_does_not_undo_its_neighbours(db: Database) -> None:
+    created = await create_merchant(db, "Acme", "f@example.com")
     good = new_api_key(created.merchant.id, 1).record
     clash = new_api_key(created.merchant.id, 2).record
-    await storage.add_api_key(clash)
+    await db.write(merchants.insert_api_key, clash)
     failures = []
 
     async def add(key: object) -> None:
         try:
-            await storage.add_api_key(key)  # type: ignore[arg-type]
+            await db.write(merchants.insert_api_key, key)  # type: ignore[arg-type]
         except Exception as error:
             failures.append(error)
 
@@ -80,16 +80,16 @@ async def test_a_failing_write_does_not_undo_its_neighbours(storage: Storage) ->
         nursery.start_soon(add, clash)  # same id and hash again: a constraint violation
         nursery.start_soon(add, good)
     assert len(failures) == 1
-    ids_stored = {key.id for key in await storage.api_keys(created.merchant.id)}
+    ids_stored = {key.id for key in await db.read(merchants.api_keys_of, created.merchant.id)}
     assert good.id in ids_stored
 
 
 async def test_migrations_are_idempotent(database_url: str) -> None:
-    async with open_storage(database_url, 3) as first:
+    async with open_database(database_url, 3) as first:
         created = await create_merchant(first, "Acme", "m@example.com")
-    async with open_storage(database_url, 3) as second:
-        assert await second.merchant(created.merchant.id) is not None
+    async with open_database(database_url, 3) as second:
+        assert await second.read(merchants.merchant_by_id, created.merchant.id) is not None
 
 
-async def test_ping(storage: Storage) -> None:
-    await storage.ping()
+async def test_ping(db: Database) -> None:
+    await db.ping()

@@ -5,7 +5,7 @@ all its callers until it commits. Two processes can then wait on each other; Pos
 breaks the cycle by aborting one transaction. The caller whose work was aborted must not
 hear an error for it: its transaction is run again once the other has committed.
 
-The two storages stand for two processes (each has its own writer connection); the
+The two databases stand for two processes (each has its own writer connection); the
 repository functions run on the writer threads, so threading events order them.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 import trio.testing
-from fgcpay.storage import Tx, open_storage
+from fgcpay.storage import Tx, open_database
 
 WAIT = 10.0  # a bound on each wait, far above PostgreSQL's 1 s deadlock_timeout
 
@@ -54,22 +54,22 @@ async def test_a_deadlock_between_two_writers_fails_no_caller(postgres_url: str)
     a_holds, b_holds = threading.Event(), threading.Event()
     entered, gate = threading.Event(), threading.Event()
     results: dict[str, Any] = {}
-    async with open_storage(postgres_url, 3) as a, open_storage(postgres_url, 3) as b:
-        await a.db.write(_create)
+    async with open_database(postgres_url, 3) as a, open_database(postgres_url, 3) as b:
+        await a.write(_create)
 
         async def write(name: str, db: Any, *args: Any) -> None:
             results[name] = await db.write(*args)
 
         with trio.fail_after(3 * WAIT):
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(write, "gate", a.db, _gate, entered, gate)
+                nursery.start_soon(write, "gate", a, _gate, entered, gate)
                 assert await trio.to_thread.run_sync(entered.wait, WAIT)
                 # One group on A: the deadlocking caller and a neighbour in savepoints.
-                nursery.start_soon(write, "a", a.db, _bump, 1, 2, a_holds, b_holds)
-                nursery.start_soon(write, "neighbour", a.db, _neighbour)
+                nursery.start_soon(write, "a", a, _bump, 1, 2, a_holds, b_holds)
+                nursery.start_soon(write, "neighbour", a, _neighbour)
                 await trio.testing.wait_all_tasks_blocked()  # both queued behind the gate
                 gate.set()
                 # Alone on B, the other way round.
-                nursery.start_soon(write, "b", b.db, _bump, 2, 1, b_holds, a_holds)
+                nursery.start_soon(write, "b", b, _bump, 2, 1, b_holds, a_holds)
         assert results == {"gate": None, "a": "1->2", "neighbour": "neighbour", "b": "2->1"}
-        assert await a.db.read(_values) == {1: 2, 2: 2, 3: 1}
+        assert await a.read(_values) == {1: 2, 2: 2, 3: 1}

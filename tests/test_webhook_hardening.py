@@ -14,10 +14,11 @@ import pytest
 import trio
 import trio.testing
 from conftest import TEST_SECRET, start_server
-from fgcpay.actors.webhook_dispatcher import WebhookDispatcher
 from fgcpay.clock import SystemClock, TrioClock
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.settings import ConfigError, Settings, load_settings
+from fgcpay.storage import webhooks as webhook_rows
+from fgcpay.webhooks.dispatcher import WebhookDispatcher
 from receiver import start_receiver
 from test_webhooks import add_endpoint, paid_session
 
@@ -115,7 +116,7 @@ async def test_a_dripping_receiver_is_cut_off_at_10_seconds_as_a_timeout(
     assert first.closed is not None
     assert 10 <= first.closed - first.opened <= 10.5, "one deadline for the whole attempt"
     event = (await merchant.get("/events")).json()["data"][0]
-    (delivery,) = await server.storage.event_deliveries(event["id"])
+    (delivery,) = await server.db.read(webhook_rows.deliveries_of_event, event["id"])
     assert (delivery.status, delivery.attempts, delivery.last_status) == ("pending", 1, None)
     assert delivery.last_error is not None and "timeout" in delivery.last_error
     await server.shutdown()
@@ -199,7 +200,8 @@ async def test_private_or_unresolvable_targets_are_refused_at_delivery_and_retri
     await dispatcher.wait_for_attempts(2)
     clock.jump(5 * 1.1 + 1)  # the first retry, on schedule
     await dispatcher.wait_for_attempts(4)
-    by_endpoint = {d.endpoint_id: d for d in await server.storage.event_deliveries(event["id"])}
+    deliveries = await server.db.read(webhook_rows.deliveries_of_event, event["id"])
+    by_endpoint = {d.endpoint_id: d for d in deliveries}
     refused, unresolved = by_endpoint[private["id"]], by_endpoint[missing["id"]]
     for delivery in (refused, unresolved):
         assert (delivery.status, delivery.attempts, delivery.last_status) == ("pending", 2, None)

@@ -12,6 +12,7 @@ import trio.testing
 from conftest import MerchantClient, Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
+from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.webhooks import WebhookVerificationError, verify_delivery
 from hosted import Customer, new_session
 from receiver import reserve_port, start_receiver, url_of
@@ -118,7 +119,7 @@ async def test_receiver_down_then_up_is_delivered(
     session = await paid_session(server, merchant)
     event = (await merchant.get("/events")).json()["data"][0]
     await server.running.service.dispatcher.wait_for_attempts(1)
-    (delivery_row,) = await server.storage.event_deliveries(event["id"])
+    (delivery_row,) = await server.db.read(webhook_rows.deliveries_of_event, event["id"])
     assert delivery_row.status == "pending" and delivery_row.attempts == 1
     assert delivery_row.last_error and "Connect" in delivery_row.last_error
     receiver = await start_receiver(nursery, port)
@@ -146,7 +147,7 @@ async def test_500s_are_retried_on_schedule_then_succeed(
     assert len(set(stamps)) == 4, "each attempt is signed afresh"
     await server.running.service.dispatcher.wait_for_attempts(4)
     event_id = ids.pop()
-    (delivery,) = await server.storage.event_deliveries(event_id)
+    (delivery,) = await server.db.read(webhook_rows.deliveries_of_event, event_id)
     assert (delivery.status, delivery.attempts, delivery.last_status) == ("succeeded", 4, 200)
     await server.shutdown()
 
@@ -163,7 +164,8 @@ async def test_a_hanging_receiver_times_out_and_is_retried(
     first, second = await receiver.wait_for(2)
     assert second.at - first.at >= 10 + 5 * 0.9 - 0.5  # 10 s timeout, then ~5 s backoff
     await server.running.service.dispatcher.wait_for_attempts(2)
-    (delivery,) = await server.storage.event_deliveries(json.loads(first.body)["id"])
+    event_id = json.loads(first.body)["id"]
+    (delivery,) = await server.db.read(webhook_rows.deliveries_of_event, event_id)
     assert delivery.status == "succeeded" and delivery.attempts == 2
     await server.shutdown()
 
@@ -201,7 +203,7 @@ async def test_after_the_last_attempt_the_delivery_is_failed(
         clock.jump(planned * 1.1 + 1)
         await dispatcher.wait_for_attempts(attempt)
     event_id = json.loads(receiver.received[0].body)["id"]
-    (delivery,) = await server.storage.event_deliveries(event_id)
+    (delivery,) = await server.db.read(webhook_rows.deliveries_of_event, event_id)
     assert (delivery.status, delivery.attempts, delivery.last_status) == ("failed", MAX_ATTEMPTS, 503)
     clock.jump(7 * 86400)
     await merchant.get("/events")  # a full round trip through the service after the jump
@@ -219,7 +221,7 @@ async def test_redirects_are_not_followed(server: Server, nursery: trio.Nursery)
     await server.running.service.dispatcher.wait_for_attempts(1)
     assert target.received == []
     event = (await merchant.get("/events")).json()["data"][0]
-    (delivery,) = await server.storage.event_deliveries(event["id"])
+    (delivery,) = await server.db.read(webhook_rows.deliveries_of_event, event["id"])
     assert (delivery.status, delivery.last_status) == ("pending", 307)
 
 
@@ -315,7 +317,7 @@ async def test_the_guard_applies_at_delivery_time_too(
     await strict.running.service.dispatcher.wait_for_attempts(1)
     assert receiver.received == []
     event = (await merchant.get("/events")).json()["data"][0]
-    (delivery,) = await strict.storage.event_deliveries(event["id"])
+    (delivery,) = await strict.db.read(webhook_rows.deliveries_of_event, event["id"])
     assert delivery.last_error and "destination refused" in delivery.last_error
     await strict.shutdown()
 

@@ -10,15 +10,16 @@ from fgcpay.domain import errors, ids, webhooks
 from fgcpay.domain.endpoints import WebhookEndpoint
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.webhooks import EndpointRequest, Event
-from fgcpay.storage import Storage
+from fgcpay.storage import Database
+from fgcpay.storage import webhooks as webhook_rows
+from fgcpay.storage.paging import cursor_position
 
 from . import destinations
-from .paging import cursor_position
 
 
 @attrs.define
 class WebhookEndpoints:
-    storage: Storage
+    db: Database
     clock: Clock
     box: SecretBox
     allow_private: bool
@@ -43,14 +44,14 @@ class WebhookEndpoints:
             previous_secret_expires_at=None,
             created_at=self.clock.now_us(),
         )
-        await self.storage.insert_webhook_endpoint(endpoint)
+        await self.db.write(webhook_rows.insert_endpoint, endpoint)
         return endpoint, secret
 
     async def all_of(self, merchant_id: str) -> list[WebhookEndpoint]:
-        return await self.storage.webhook_endpoints(merchant_id)
+        return await self.db.read(webhook_rows.endpoints_of, merchant_id)
 
     async def get(self, merchant_id: str, endpoint_id: str) -> WebhookEndpoint:
-        found = await self.storage.webhook_endpoint(merchant_id, endpoint_id[:64])
+        found = await self.db.read(webhook_rows.endpoint_of, merchant_id, endpoint_id[:64])
         if found is None:
             raise errors.NotFound("No such webhook endpoint.")
         return found
@@ -58,15 +59,20 @@ class WebhookEndpoints:
     async def delete(self, merchant_id: str, endpoint_id: str) -> WebhookEndpoint:
         endpoint = await self.get(merchant_id, endpoint_id)
         now = self.clock.now_us()
-        if not await self.storage.delete_webhook_endpoint(merchant_id, endpoint.id, now):
+        if not await self.db.write(webhook_rows.delete_endpoint, merchant_id, endpoint.id, now):
             raise errors.NotFound("No such webhook endpoint.")
         return attrs.evolve(endpoint, deleted_at=now)
 
     async def rotate_secret(self, merchant_id: str, endpoint_id: str) -> tuple[WebhookEndpoint, str]:
         """A new secret; the old one keeps signing (a second `v1=`) for 24 hours."""
         secret = webhooks.new_secret()
-        rotated = await self.storage.rotate_webhook_secret(
-            merchant_id, endpoint_id[:64], self.box.seal(secret), self.clock.now_us(), webhooks.ROTATION_OVERLAP_US
+        rotated = await self.db.write(
+            webhook_rows.rotate_secret,
+            merchant_id,
+            endpoint_id[:64],
+            self.box.seal(secret),
+            self.clock.now_us(),
+            webhooks.ROTATION_OVERLAP_US,
         )
         if rotated is None:
             raise errors.NotFound("No such webhook endpoint.")
@@ -75,7 +81,7 @@ class WebhookEndpoints:
     async def event(self, merchant_id: str, event_id: str) -> Event:
         found = None
         if ids.looks_like_id(event_id, "evt_", 24):
-            found = await self.storage.event(merchant_id, event_id)
+            found = await self.db.read(webhook_rows.event_of, merchant_id, event_id)
         if found is None:
             raise errors.NotFound("No such event.")
         return found
@@ -84,14 +90,18 @@ class WebhookEndpoints:
         self, merchant_id: str, event_type: str | None, starting_after: str | None, limit: int
     ) -> tuple[list[Event], bool]:
         after = await cursor_position(
-            starting_after, "evt_", lambda anchor_id: self.storage.event(merchant_id, anchor_id)
+            self.db, webhook_rows.event_of, merchant_id, starting_after, "evt_"
         )
         since = self.clock.now_us() - webhooks.EVENT_RETENTION_US
-        rows = await self.storage.events_page(merchant_id, event_type, after, since, limit + 1)
+        rows = await self.db.read(
+            webhook_rows.events_page, merchant_id, event_type, after, since, limit + 1
+        )
         return rows[:limit], len(rows) > limit
 
     async def redeliver(self, merchant_id: str, event_id: str) -> int:
         event = await self.event(merchant_id, event_id)
-        queued = await self.storage.redeliver_event(merchant_id, event.id, self.clock.now_us())
+        queued = await self.db.write(
+            webhook_rows.redeliver, merchant_id, event.id, self.clock.now_us()
+        )
         self.ring()
         return queued or 0

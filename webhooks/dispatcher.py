@@ -30,7 +30,8 @@ from fgcpay.domain import webhooks
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.times import iso_ms
 from fgcpay.logs import log_event
-from fgcpay.storage import DatabaseUnavailable, Storage
+from fgcpay.storage import Database, DatabaseUnavailable
+from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.storage.webhooks import AttemptRecord, DeliveryJob
 
 from . import destinations
@@ -43,7 +44,7 @@ ERROR_BACKOFF_SECONDS = 1.0
 class WebhookDispatcher:
     def __init__(
         self,
-        storage: Storage,
+        db: Database,
         clock: Clock,
         box: SecretBox,
         *,
@@ -62,7 +63,7 @@ class WebhookDispatcher:
                 f" {webhooks.MIN_LEASE_SECONDS} s, twice an attempt's"
                 f" {webhooks.ATTEMPT_TIMEOUT_SECONDS} s deadline"
             )
-        self.storage = storage
+        self.db = db
         self.clock = clock
         self.box = box
         self.allow_private = allow_private
@@ -114,7 +115,7 @@ class WebhookDispatcher:
             with trio.CancelScope(shield=True):
                 with trio.move_on_after(5):
                     try:
-                        await self.storage.release_delivery_leases(self.owner)
+                        await self.db.write(webhook_rows.release_leases, self.owner)
                     except Exception as error:
                         log_event("could not release delivery leases", logging.WARNING, error=type(error).__name__)
                     await client.aclose()
@@ -127,8 +128,13 @@ class WebhookDispatcher:
             passed_over = False
             try:
                 if free > 0:
-                    claimed, passed_over = await self.storage.claim_deliveries(
-                        self.owner, self.clock.now_us(), self.lease_us, free, self._limits()
+                    claimed, passed_over = await self.db.write(
+                        webhook_rows.claim_due,
+                        self.owner,
+                        self.clock.now_us(),
+                        self.lease_us,
+                        free,
+                        self._limits(),
                     )
                 for job in claimed:
                     self._busy += 1
@@ -149,7 +155,7 @@ class WebhookDispatcher:
     async def _idle_seconds(self, full: bool) -> float:
         if full:
             return self.poll_seconds  # more may be due: a freed sender rings the bell
-        next_due = await self.storage.next_delivery_due(self._limits())
+        next_due = await self.db.read(webhook_rows.next_due, self._limits())
         if next_due is None:
             return self.poll_seconds
         return min(self.poll_seconds, max(0.0, (next_due - self.clock.now_us()) / 1_000_000))
@@ -235,7 +241,8 @@ class WebhookDispatcher:
                 outcome, next_at = "failed", None
             else:
                 outcome, next_at = "pending", finished + int(delay * 1_000_000)
-        kept = await self.storage.record_delivery_attempt(
+        kept = await self.db.write(
+            webhook_rows.record_attempt,
             self.owner,
             AttemptRecord(
                 delivery_id=job.delivery_id,

@@ -11,13 +11,11 @@ from __future__ import annotations
 import logging
 
 import trio
+from fgcpay.actors import ActorHost, checkout_session
 from fgcpay.clock import Clock
 from fgcpay.domain import errors
 from fgcpay.logs import log_event
-from fgcpay.storage import Storage
-
-from . import checkout_session
-from ._runtime import ActorHost
+from fgcpay.storage import Database, checkout_sessions
 
 BATCH = 500
 CONCURRENCY = 32
@@ -27,16 +25,17 @@ RETRY_SECONDS = 1.0
 
 
 class ExpirySweeper:
+    """Expires checkout sessions past `expires_at` through their actors."""
+
     def __init__(
-        self, storage: Storage, host: ActorHost, clock: Clock, max_sleep: float = MAX_SLEEP_SECONDS
+        self, db: Database, host: ActorHost, clock: Clock, max_sleep: float = MAX_SLEEP_SECONDS
     ) -> None:
-        self.storage = storage
+        self.db = db
         self.host = host
         self.clock = clock
         self.max_sleep = max_sleep
         self._wake_at_us: int | None = None
         self._doorbell = trio.Event()
-        self.sweeps = 0
 
     def schedule(self, expires_at_us: int) -> None:
         """A session now exists that expires at `expires_at_us`: wake earlier if needed."""
@@ -58,11 +57,10 @@ class ExpirySweeper:
 
     async def sweep_once(self) -> float:
         """Expire what is due; return how long to sleep until the next is due."""
-        self.sweeps += 1
         failed = False
         while True:
             now = self.clock.now_us()
-            due = await self.storage.checkout_sessions_due(now, BATCH)
+            due = await self.db.read(checkout_sessions.due_for_expiry, now, BATCH)
             if not due:
                 break
             failed = await self._expire_all(due) or failed
@@ -70,7 +68,7 @@ class ExpirySweeper:
                 break
         if failed:
             return RETRY_SECONDS
-        next_due = await self.storage.next_checkout_expiry()
+        next_due = await self.db.read(checkout_sessions.next_expiry)
         if next_due is None:
             return self.max_sleep
         return min(self.max_sleep, max(0.0, (next_due - self.clock.now_us()) / 1_000_000))

@@ -6,7 +6,7 @@ status but always sees the latest, and memory stays bounded whatever the rate.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,7 +21,6 @@ class Subscription:
     resource_id: str
     _latest: Any = None
     _fresh: trio.Event = attrs.field(factory=trio.Event)
-    closed: bool = False
 
     def offer(self, status: Any) -> None:
         self._latest = status
@@ -33,26 +32,20 @@ class Subscription:
         self._fresh = trio.Event()
         return self._latest
 
-    async def __aiter__(self) -> AsyncIterator[Any]:
-        while not self.closed:
-            yield await self.next()
-
 
 class StatusHub:
+    """The local subscribers of each resource, and the newest status published to them."""
+
     def __init__(self) -> None:
         self._subscribers: dict[str, set[Subscription]] = {}
-        self._joined = trio.Event()
 
     @contextmanager
     def subscribe(self, resource_id: str) -> Iterator[Subscription]:
         subscription = Subscription(resource_id)
         self._subscribers.setdefault(resource_id, set()).add(subscription)
-        self._joined.set()
-        self._joined = trio.Event()
         try:
             yield subscription
         finally:
-            subscription.closed = True
             subscribers = self._subscribers.get(resource_id)
             if subscribers is not None:
                 subscribers.discard(subscription)
@@ -66,13 +59,3 @@ class StatusHub:
     def resource_ids(self) -> list[str]:
         """The resources that have a subscriber now."""
         return list(self._subscribers)
-
-    async def wait_for_subscriber(self, resource_id: str) -> None:
-        """Return once `resource_id` has at least one subscriber (benchmarks, tests)."""
-        while not self._subscribers.get(resource_id):
-            await self._joined.wait()
-
-    def subscriber_count(self, resource_id: str | None = None) -> int:
-        if resource_id is not None:
-            return len(self._subscribers.get(resource_id, ()))
-        return sum(len(subs) for subs in self._subscribers.values())

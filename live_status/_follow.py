@@ -1,0 +1,57 @@
+"""Status changes committed by other processes, republished into this process's hub."""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+from fgcpay.logs import log_event
+from fgcpay.storage import Database, StorageError, checkout_sessions
+
+from ._hub import StatusHub
+
+
+def publish_status(hub: StatusHub, resource_id: str, status: str) -> None:
+    """What a subscriber receives: the resource and its newest status."""
+    hub.publish(resource_id, {"id": resource_id, "status": status})
+
+
+async def follow_status_changes(
+    db: Database,
+    hub: StatusHub,
+    nursery: trio.Nursery,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Publish into `hub` every status change any process commits (PostgreSQL
+    LISTEN/NOTIFY on `checkout_sessions.STATUS_CHANNEL`). Each time the listener is back
+    after losing its connection, the followed resources are read again in `nursery`:
+    changes made meanwhile were not heard. SQLite serves one process: nothing to follow."""
+
+    def on_payload(payload: str) -> None:
+        resource_id, _, status = payload.partition(":")
+        if resource_id and status:
+            publish_status(hub, resource_id, status)
+
+    await db.listen(
+        checkout_sessions.STATUS_CHANNEL,
+        on_payload,
+        lambda: nursery.start_soon(republish_statuses, db, hub),
+        task_status=task_status,
+    )
+
+
+async def republish_statuses(db: Database, hub: StatusHub) -> None:
+    """Publish the stored status of every followed resource again: after the status
+    listener lost its connection, a change another process made meanwhile was not heard.
+    A subscriber passes on only what differs from what it last sent."""
+    for resource_id in hub.resource_ids():
+        try:
+            session = await db.read(checkout_sessions.by_id, resource_id)
+        except StorageError as error:  # the listener will call again when it is back
+            log_event(
+                "could not re-read live statuses", logging.WARNING, error=type(error).__name__
+            )
+            return
+        if session is not None:
+            publish_status(hub, resource_id, session.status)
