@@ -147,7 +147,7 @@ async def push_latency(port: int, api_key: str, count: int, warmup: int, pids: l
                     poster = await workers.get(post_pid)
                 got: dict[str, Any] = {}
 
-                async def read_push() -> None:
+                async def read_push(got: dict[str, Any] = got) -> None:
                     message = await ws.get_message()
                     got["at"] = clock()
                     got["message"] = json.loads(message)
@@ -381,7 +381,6 @@ class Bench:
             while time.monotonic() < deadline:
                 trio.run(push_latency, port, api_key, 20, 0, [])
                 n += 20
-            per = summary["sent_to_ws"]["p50"]
             self.profiles.append(
                 f"### {label} ({server.workers} worker(s), one payment at a time, py-spy --idle: "
                 f"waiting counts)\n" + pyspy_finish(spies, self.work, label, None, seconds)

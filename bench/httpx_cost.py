@@ -75,7 +75,7 @@ async def run_httpx(url: str, total: int, concurrency: int, stream: bool, pool: 
 
     async with client:
         async with trio.open_nursery() as nursery:
-            for i in range(concurrency):
+            for _ in range(concurrency):
                 nursery.start_soon(task, total // concurrency)
 
 
@@ -88,7 +88,7 @@ async def run_mini(port: int, total: int, concurrency: int) -> None:
         await conn.aclose()
 
     async with trio.open_nursery() as nursery:
-        for i in range(concurrency):
+        for _ in range(concurrency):
             nursery.start_soon(task, total // concurrency)
 
 
@@ -135,10 +135,10 @@ def main() -> int:
         url = f"http://127.0.0.1:{port}/hooks"
         n, c = args.requests, args.concurrency
         print(f"{n} POSTs of {len(BODY)} bytes, {c} concurrent tasks, receiver in another process")
-        measure(f"httpx stream+aiter_raw, pool 32 (as the dispatcher)", run_httpx, url, n, c, True, 32)
-        measure(f"httpx post, pool 32", run_httpx, url, n, c, False, 32)
-        measure(f"httpx stream+aiter_raw, pool 32, 1 task at a time", run_httpx, url, n // 4, 1, True, 32)
-        measure(f"minihttp keep-alive connection per task", run_mini, port, n, c)
+        measure("httpx stream+aiter_raw, pool 32 (as the dispatcher)", run_httpx, url, n, c, True, 32)
+        measure("httpx post, pool 32", run_httpx, url, n, c, False, 32)
+        measure("httpx stream+aiter_raw, pool 32, 1 task at a time", run_httpx, url, n // 4, 1, True, 32)
+        measure("minihttp keep-alive connection per task", run_mini, port, n, c)
         per_attempt_work()
     finally:
         receiver.terminate()

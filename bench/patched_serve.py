@@ -44,7 +44,6 @@ BENCH = Path(__file__).resolve().parent
 def per_sender_client() -> None:
     import httpx
     import trio
-
     from fgcpay.actors import webhook_dispatcher as wd
 
     original = wd.WebhookDispatcher._sender
@@ -67,11 +66,10 @@ def lean_sender() -> None:
     import trio
 
     sys.path.insert(0, str(BENCH))
-    from minihttp import Connection
-
     from fgcpay.actors import destinations
     from fgcpay.actors import webhook_dispatcher as wd
     from fgcpay.storage.webhooks import AttemptRecord
+    from minihttp import Connection
 
     async def _sender(self: Any, jobs: Any, client: Any) -> None:
         conns: dict[tuple[str, int], Connection] = {}

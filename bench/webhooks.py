@@ -374,24 +374,25 @@ class Bench:
             # The Server polls /readyz in a thread while this process keeps receiving.
             async with trio.open_nursery() as nursery:
                 ready_at: list[float] = []
+                ready = trio.Event()
 
                 async def start() -> None:
                     await trio.to_thread.run_sync(server.start)
                     ready_at.append(server.ready_at or clock())  # the first /readyz 200
+                    ready.set()
 
                 nursery.start_soon(start)
                 with trio.fail_after(args.drain_timeout):
-                    while server.proc is None:
+                    # server.proc is set by server.start in a worker thread, which has no
+                    # trio token to set an Event with: polled, under the deadline above.
+                    while server.proc is None:  # noqa: ASYNC110
                         await trio.sleep(0.001)
                     cpu.server_pids = [server.proc.pid]
                     cpu.server0 = 0.0  # a fresh process tree: all of its CPU counts
                     if kind == "profile":
-                        await trio.sleep(0)
-                        while not ready_at:
-                            await trio.sleep(0.01)
+                        await ready.wait()
                         spies = pyspy_start(server.worker_pids(), args.profile_seconds, self.work, label)
                     await receiver.all_watched.wait()
-            finished = clock()
             cpu.stop()
             if spies is not None:
                 text = pyspy_finish(spies, self.work, label, None, args.profile_seconds)
