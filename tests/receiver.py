@@ -62,7 +62,7 @@ async def start_receiver(nursery: trio.Nursery, sock: socket.socket | None = Non
 
     @app.post("/hooks")
     async def hooks() -> Response:
-        body = await request.get_data()
+        body = await request.get_data(cache=True, as_text=False, parse_form_data=False)
         number = len(receiver.received)
         headers = {key.lower(): value for key, value in request.headers.items()}
         receiver._note(Received(body, headers, trio.current_time()))

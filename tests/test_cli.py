@@ -89,7 +89,7 @@ def _merchant(cwd: Path, database_url: str, email: str = "owner@acme.test") -> t
 class _Service:
     """`fgcpay serve` in its own process, on a free port."""
 
-    def __init__(self, cwd: Path, database_url: str, *args: str, **extra: str) -> None:
+    def __init__(self, cwd: Path, database_url: str | None, *args: str, **extra: str) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen(

@@ -21,6 +21,7 @@ from fgcpay.logs import JsonFormatter
 from fgcpay.settings import Settings
 from fgcpay.storage import Storage, Tx, open_storage
 from fgcpay.storage import _storage as storage_module
+from fgcpay.storage._migrations import load_migrations
 from receiver import reserve_port, start_receiver, url_of
 from test_openapi_strict import assert_documented, component, parameter, schema_validator
 from test_webhooks import add_endpoint, paid_session
@@ -379,7 +380,7 @@ def _old_delivery(tx: Tx) -> None:
 async def test_deliveries_written_before_the_log_keep_working(
     database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = [m for m in storage_module.load_migrations() if "delivery_ids" not in m.name]
+    before = [m for m in load_migrations() if "delivery_ids" not in m.name]
     with monkeypatch.context() as patch:
         patch.setattr(storage_module, "load_migrations", lambda: before)
         async with open_storage(database_url, 3) as old:

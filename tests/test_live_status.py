@@ -30,7 +30,7 @@ async def test_sends_the_status_at_once_and_after_payment(server: Server) -> Non
         try:
             await ws.get_message()
         except ConnectionClosed as closed:
-            assert closed.reason.code == 1000
+            assert closed.reason is not None and closed.reason.code == 1000
         else:
             raise AssertionError("the socket stayed open after a final status")
 

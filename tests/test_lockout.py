@@ -23,6 +23,7 @@ from fgcpay.settings import Settings
 from fgcpay.storage import Storage, open_storage
 from fgcpay.storage import _storage as storage_module
 from fgcpay.storage._database import Tx
+from fgcpay.storage._migrations import load_migrations
 from hosted import TOKEN, Customer, message, page_status
 from test_checkout_sessions import create
 
@@ -240,7 +241,7 @@ async def test_the_migration_keeps_existing_locks(
     database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """0005 applies to a database that already holds lockout rows, on both backends."""
-    before = [m for m in storage_module.load_migrations() if m.version < 5]
+    before = [m for m in load_migrations() if m.version < 5]
     with monkeypatch.context() as patch:
         patch.setattr(storage_module, "load_migrations", lambda: before)
         async with open_storage(database_url, 3) as old:

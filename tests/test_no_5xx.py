@@ -68,5 +68,5 @@ async def test_nasty_query_strings(server: Server) -> None:
 
 async def test_nasty_authorization_headers(server: Server) -> None:
     for value in [b"Bearer \xff\xfe", b"Bearer " + b"a" * 8000, b"bearer  fp_test_x", b"\x01", b"Bearer fp_test_" + b"\xc3\xa9" * 16]:
-        response = await server.client.get("/checkout/sessions", headers={"Authorization": value})
+        response = await server.client.get("/checkout/sessions", headers={b"Authorization": value})
         assert response.status_code in (400, 401, 431), (value[:30], response.status_code)

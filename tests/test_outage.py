@@ -224,6 +224,7 @@ async def _ws_outcome(service: ServiceProcess, session_id: str) -> int | None:
         except ConnectionRejected as rejected:
             return rejected.status_code
         except ConnectionClosed as closed:
+            assert closed.reason is not None
             return closed.reason.code
     return None
 
