@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import Server
 from fgcpay.domain import ids
+from helpers import Server
 
 API_ERROR_FIELDS = {"code", "message", "details", "request_id"}
 

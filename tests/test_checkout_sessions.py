@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import trio
-from conftest import MerchantClient, Server
+from helpers import Server, create, valid_body
 
 SPEC_FIELDS = {
     "id", "object", "mode", "status", "currency", "amount_minor", "amount_fgc", "eur_cents",
@@ -16,24 +16,6 @@ SPEC_FIELDS = {
     "description", "success_url", "cancel_url", "external_reference", "expires_at",
     "created_at", "updated_at",
 }  # fmt: skip
-
-
-def valid_body(**overrides: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "amount_fgc": "12.50",
-        "currency": "FGC",
-        "description": "Two flat whites",
-        "success_url": "https://shop.example/thanks?order=42",
-        "cancel_url": "https://shop.example/cart",
-    }
-    body.update(overrides)
-    return {k: v for k, v in body.items() if v is not ...}
-
-
-async def create(merchant: MerchantClient, **overrides: Any) -> dict[str, Any]:
-    response = await merchant.post("/checkout/sessions", json=valid_body(**overrides))
-    assert response.status_code == 201, response.text
-    return response.json()  # type: ignore[no-any-return]
 
 
 def parse_time(value: str) -> datetime:
@@ -118,7 +100,7 @@ async def test_eur_cents_follow_the_configured_rate(nursery: trio.Nursery, setti
     from decimal import Decimal
 
     import attrs
-    from conftest import start_server
+    from helpers import start_server
 
     srv = await start_server(nursery, attrs.evolve(settings, eur_cents_per_fgc=Decimal("1.234")))
     try:

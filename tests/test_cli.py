@@ -12,13 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
+from helpers import wait_ready_blocking
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
 SECRET = "s" * 40
@@ -99,17 +99,12 @@ class _Service:
         )
 
     def wait_ready(self) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        def alive() -> None:
             if self.process.poll() is not None:
                 raise AssertionError(self.process.communicate()[1])
-            try:
-                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)  # polling another process that has no other way to say it is up
-        raise AssertionError("the service did not become ready")
+
+        # Polling another process that has no other way to say it is up.
+        wait_ready_blocking(self.url, alive=alive)
 
     def stop(self) -> str:
         if self.process.poll() is None:

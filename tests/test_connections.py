@@ -15,10 +15,10 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from conftest import Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.server import BODY_TIMEOUT_SECONDS, KEEP_ALIVE_SECONDS, LINGER_SECONDS
 from fgcpay.settings import Settings
+from helpers import Server, start_server
 
 API_ERROR_FIELDS = {"code", "message", "details", "request_id"}
 # Real seconds a loopback exchange may take; the deadlines below are not waits.

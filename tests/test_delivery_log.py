@@ -15,16 +15,24 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from conftest import MerchantClient, Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.logs import JsonFormatter
 from fgcpay.settings import Settings
 from fgcpay.storage import Storage, Tx, open_storage
 from fgcpay.storage import _storage as storage_module
 from fgcpay.storage._migrations import load_migrations
+from helpers import (
+    MerchantClient,
+    Server,
+    add_endpoint,
+    assert_documented,
+    component,
+    parameter,
+    schema_validator,
+    start_server,
+)
+from hosted import paid_session
 from receiver import reserve_port, start_receiver, url_of
-from test_openapi_strict import assert_documented, component, parameter, schema_validator
-from test_webhooks import add_endpoint, paid_session
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
 DELIVERY_ID = re.compile(r"^whd_[0-9A-Za-z]{24}$")

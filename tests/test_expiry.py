@@ -7,10 +7,9 @@ from typing import Any
 import attrs
 import trio
 import trio.testing
-from conftest import Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
-from test_checkout_sessions import create
+from helpers import Server, create, start_server
 
 TTL = 120
 

@@ -9,12 +9,11 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from conftest import Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.logs import JsonFormatter
 from fgcpay.settings import Settings
+from helpers import Server, create, start_server
 from hosted import Customer, message, new_session, page_status
-from test_checkout_sessions import create
 
 
 async def test_the_page_shows_what_the_customer_needs(server: Server) -> None:

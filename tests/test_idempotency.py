@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 import trio
-from conftest import Server
 from fgcpay.domain.fields import canonical_json
 from fgcpay.domain.idempotency import Scope, request_hash
-from test_checkout_sessions import valid_body
+from helpers import Server, valid_body
 
 PATH = "/checkout/sessions"
 

@@ -7,9 +7,9 @@ import json
 import attrs
 import trio
 import trio.testing
-from conftest import Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
+from helpers import Server, start_server
 from hosted import Customer, new_session
 from trio_websocket import ConnectionClosed, ConnectionRejected, open_websocket_url
 

@@ -16,7 +16,6 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from conftest import MerchantClient, Server, start_server
 from fgcpay.actors.checkout_session import CheckoutSessionActor
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
@@ -24,8 +23,8 @@ from fgcpay.storage import Storage, open_storage
 from fgcpay.storage import _storage as storage_module
 from fgcpay.storage._database import Tx
 from fgcpay.storage._migrations import load_migrations
+from helpers import MerchantClient, Server, create, start_server
 from hosted import TOKEN, Customer, message, page_status
-from test_checkout_sessions import create
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
 WRONG = "not right"

@@ -6,10 +6,9 @@ import gc
 
 import attrs
 import trio
-from conftest import start_server
 from fgcpay.settings import Settings
+from helpers import create, start_server
 from quart.ctx import RequestContext
-from test_checkout_sessions import create
 
 REQUESTS = 300
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 
-from conftest import Server
-from test_checkout_sessions import valid_body
+from helpers import Server, valid_body
 
 NASTY_VALUES: list[object] = [
     None, True, 0, -1, 1e308, 10**40, "", " ", "\x00", "\ud7ff", "a" * 7_000, [], {}, [[[]]],

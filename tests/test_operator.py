@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fgcpay.settings import ConfigError, load_settings
+from helpers import wait_ready_blocking
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
 
@@ -70,16 +71,11 @@ def test_migrate_twice_is_fine(tmp_path: Path, database_url: str) -> None:
 
 
 def _wait_ready(url: str, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def alive() -> None:
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
-        try:
-            if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)  # polling a separate process that has no other way to say it is up
-    raise AssertionError("the service did not become ready")
+
+    # Polling a separate process that has no other way to say it is up.
+    wait_ready_blocking(url, alive=alive)
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -31,8 +31,8 @@ import httpx
 import pytest
 import trio
 from fgcpay.storage import DatabaseUnavailable, Storage
+from helpers import valid_body, wait_ready
 from pg_cluster import PgCluster, start_cluster
-from test_checkout_sessions import valid_body
 from trio_websocket import ConnectionClosed, ConnectionRejected, open_websocket_url
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
@@ -113,17 +113,11 @@ class ServiceProcess:
 
 
 async def _wait_ready(service: ServiceProcess, within: float = 30) -> None:
-    async with httpx.AsyncClient(timeout=5) as client:
-        with trio.fail_after(within):
-            while True:
-                assert service.process is not None and service.process.poll() is None
-                try:
-                    if (await client.get(service.url + "/readyz")).status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                # Another process: polling its readiness is the only way to know.
-                await trio.sleep(0.1)
+    def alive() -> None:
+        assert service.process is not None and service.process.poll() is None
+
+    # Another process: polling its readiness is the only way to know.
+    await wait_ready(service.url, within=within, alive=alive)
 
 
 def _assert_unavailable_json(response: httpx.Response, what: str) -> None:

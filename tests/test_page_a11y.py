@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import Server
+from helpers import WAIT_MS, Server, browser, fill_and_pay, in_browser, screenshot
 from hosted import new_session
-from test_browser import WAIT_MS, _need_browser, browser, fill_and_pay, in_browser, screenshot
 
-__all__ = ["_need_browser"]  # the autouse fixture that skips (or fails) without chromium
+# Skips (or, in CI, fails) every test here without chromium.
+pytestmark = pytest.mark.usefixtures("need_browser")
 
 NARROW = {"width": 360, "height": 740}
 WIDE = {"width": 1280, "height": 800}

@@ -12,7 +12,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -23,10 +22,10 @@ import pytest
 import trio
 import trio.lowlevel
 import trio.testing
-from conftest import MerchantClient, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
 from fgcpay.storage import Storage
+from helpers import MerchantClient, start_server, wait_ready_blocking
 
 RATE_LIMIT = re.compile(r'^"default";r=(\d+);t=(\d+)$')
 BURST = 20
@@ -212,16 +211,11 @@ def _free_port() -> int:
 
 
 def _wait_ready(url: str, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def alive() -> None:
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
-        try:
-            if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)  # polling a separate process that has no other way to say it is up
-    raise AssertionError("the service did not become ready")
+
+    # Polling a separate process that has no other way to say it is up.
+    wait_ready_blocking(url, alive=alive)
 
 
 def test_serve_with_two_workers_keeps_one_limit(tmp_path: Path, postgres_url: str) -> None:

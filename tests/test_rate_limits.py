@@ -5,10 +5,10 @@ from __future__ import annotations
 import attrs
 import trio
 import trio.testing
-from conftest import start_server
 from fgcpay.clock import TrioClock
 from fgcpay.http.rate_limit import RateLimiter
 from fgcpay.settings import Settings
+from helpers import start_server
 
 
 async def test_burst_then_429_with_retry_after(

@@ -9,8 +9,8 @@ from pathlib import Path
 import attrs
 import httpx
 import trio
-from conftest import start_server
 from fgcpay.settings import Settings
+from helpers import start_server
 from processes import LEASE_SECONDS, ServiceProcess
 from receiver import reserve_port, start_receiver, url_of
 
@@ -90,8 +90,8 @@ async def test_sigterm_during_a_delivery_resumes_it_after_restart(
 async def test_two_processes_share_one_outbox_and_send_each_delivery_once(
     nursery: trio.Nursery, postgres_settings: Settings
 ) -> None:
+    from helpers import create
     from hosted import Customer
-    from test_checkout_sessions import create
 
     receiver = await start_receiver(nursery)
     settings = attrs.evolve(postgres_settings, webhook_poll_seconds=0.05)

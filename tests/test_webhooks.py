@@ -3,38 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import attrs
 import pytest
 import trio
 import trio.testing
-from conftest import MerchantClient, Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
 from fgcpay.webhooks import WebhookVerificationError, verify_delivery
-from hosted import Customer, new_session
+from helpers import Server, add_endpoint, start_server
+from hosted import new_session, paid_session
 from receiver import reserve_port, start_receiver, url_of
 from standardwebhooks import Webhook
-
-
-async def add_endpoint(merchant: MerchantClient, url: str, events: list[str] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"url": url}
-    if events is not None:
-        body["enabled_events"] = events
-    response = await merchant.post("/webhook_endpoints", json=body)
-    assert response.status_code == 201, response.text
-    return response.json()  # type: ignore[no-any-return]
-
-
-async def paid_session(server: Server, merchant: MerchantClient) -> dict[str, Any]:
-    from test_checkout_sessions import create
-
-    session = await create(merchant)
-    customer = Customer(server)
-    assert (await customer.pay(session["id"])).status_code == 303
-    await customer.close()
-    return session
 
 
 async def test_a_paid_session_sends_one_event_to_every_subscribed_endpoint(

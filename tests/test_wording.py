@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Server
 from fgcpay.domain.errors import RateLimited
+from helpers import Server
 
 QUERY_MESSAGE = "The query string has invalid parameters."
 CURSOR_MESSAGE = "Must be a next_cursor from a previous page."
