@@ -8,9 +8,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 CHROMIUM = os.environ.get("FGCPAY_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).parent.parent / "artifacts"
@@ -33,7 +36,7 @@ def browser_missing() -> str | None:
 
 
 @contextmanager
-def browser() -> Iterator[Any]:
+def browser() -> Iterator[Browser]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -44,7 +47,7 @@ def browser() -> Iterator[Any]:
             instance.close()
 
 
-def screenshot(page: Any, name: str) -> None:
+def screenshot(page: Page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
@@ -67,7 +70,7 @@ async def in_browser(scenario: Callable[[], None]) -> None:
         raise failure[0]
 
 
-def fill_and_pay(page: Any, code: str, pin: str) -> None:
+def fill_and_pay(page: Page, code: str, pin: str) -> None:
     page.get_by_label("Customer code").fill(code)
     page.get_by_label("PIN").fill(pin)
     page.get_by_role("button", name="Pay").click()
