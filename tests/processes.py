@@ -67,7 +67,8 @@ class ServiceProcess:
         done = await trio.run_process(
             [*FGCPAY, *args], cwd=self.cwd, env=self.env(), capture_stdout=True
         )
-        return json.loads(done.stdout)  # type: ignore[no-any-return]
+        said: dict[str, Any] = json.loads(done.stdout)
+        return said
 
     async def start(self) -> None:
         """Start serving and return once `/readyz` answers 200 (30 s at most)."""

@@ -18,9 +18,9 @@ async def wait_for_status(server: Server, merchant: Any, session_id: str, status
     """Subscribe first, then read: a change after the read is then sure to be seen."""
     with server.running.service.status_hub.subscribe(session_id) as subscription:
         while True:
-            current = (await merchant.get(f"/checkout/sessions/{session_id}")).json()
+            current: dict[str, Any] = (await merchant.get(f"/checkout/sessions/{session_id}")).json()
             if current["status"] == status:
-                return current  # type: ignore[no-any-return]
+                return current
             await subscription.next()
 
 

@@ -30,7 +30,8 @@ def parameter(method: str, path: str, name: str) -> dict[str, Any]:
         if "$ref" in param:
             param = doc["components"]["parameters"][param["$ref"].rsplit("/", 1)[1]]
         if param["name"] == name:
-            return param  # type: ignore[no-any-return]
+            found: dict[str, Any] = param
+            return found
     raise AssertionError(f"{method} {path} documents no parameter {name}")
 
 

@@ -89,6 +89,8 @@ class MerchantClient:
     def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.key}", **(extra or {})}
 
+    # The keyword arguments go to httpx as they are (params, json, content, ...); typing each
+    # would copy httpx's signature, hence the ignores below.
     async def get(self, path: str, **kwargs: object) -> httpx.Response:
         return await self.http.get(path, headers=self.headers(kwargs.pop("headers", None)), **kwargs)  # type: ignore[arg-type]
 
