@@ -156,7 +156,9 @@ class CheckoutSessionActor:
             return ConfirmResult(DECLINED, session)
         return ConfirmResult(BLOCKED, session)
 
-    async def _pay(self, session: CheckoutSession, scope: str, code: str, now: int) -> ConfirmResult:
+    async def _pay(
+        self, session: CheckoutSession, scope: str, code: str, now: int
+    ) -> ConfirmResult:
         payment = Transaction(
             id=ids.transaction_id(),
             merchant_id=session.merchant_id,

@@ -180,9 +180,7 @@ async def unlock_customer(
     """
     code = customers.normalize_code(code)
     if not code or len(code) > customers.MAX_CODE_LENGTH:
-        raise UnlockInputError(
-            f"a customer code is 1 to {customers.MAX_CODE_LENGTH} characters"
-        )
+        raise UnlockInputError(f"a customer code is 1 to {customers.MAX_CODE_LENGTH} characters")
     scope = None
     if merchant_id is not None:
         if await db.read(merchants.merchant_by_id, merchant_id) is None:

@@ -98,9 +98,7 @@ async def _database(settings: Settings) -> AsyncIterator[Database]:
     opened = False
     try:
         # A command is one caller: the smallest pool (writer, listener, one reader).
-        async with open_database(
-            settings.database_url, 3, settings.db_timeout_seconds
-        ) as db:
+        async with open_database(settings.database_url, 3, settings.db_timeout_seconds) as db:
             opened = True
             yield db
     except Exception as error:
@@ -297,7 +295,9 @@ async def _revoke_key(settings: Settings, merchant_id: str, key_id: str) -> int:
     return 0
 
 
-async def _create_endpoint(settings: Settings, merchant_id: str, url: str, events: str | None) -> int:
+async def _create_endpoint(
+    settings: Settings, merchant_id: str, url: str, events: str | None
+) -> int:
     from fgcpay.admin import webhook_endpoints
     from fgcpay.domain.errors import ServiceError
     from fgcpay.domain.webhooks import parse_endpoint
@@ -382,7 +382,9 @@ def _serve(settings: Settings, host: str | None, port: int | None, workers: int)
             workers=workers,
         )
     explicit_public = bool(os.environ.get("FGCPAY_PUBLIC_URL"))
-    settings = settings.with_bind(host or settings.host, settings.port if port is None else port, explicit_public)
+    settings = settings.with_bind(
+        host or settings.host, settings.port if port is None else port, explicit_public
+    )
     # Migrate once, before any worker starts, so workers never race on the schema.
     trio.run(_migrate, settings)
     try:

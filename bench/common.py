@@ -120,7 +120,9 @@ def tree_cpu_seconds(root: int | None) -> float:
 
 def cmdline(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        return (
+            Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        )
     except OSError:
         return ""
 
@@ -152,7 +154,9 @@ class Server:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.tail()}")
+                raise RuntimeError(
+                    f"{self.name} exited with {self.proc.returncode}:\n{self.tail()}"
+                )
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
                 conn.request("GET", self.ready_path)
@@ -251,7 +255,9 @@ def wait_for_test_suite() -> float:
             return time.monotonic() - started
         waited = time.monotonic() - started
         if waited > QUIET["tests_wait"]:
-            log(f"a test run is still going after {waited:.0f} s (pids {pids[:4]}); measuring anyway")
+            log(
+                f"a test run is still going after {waited:.0f} s (pids {pids[:4]}); measuring anyway"
+            )
             return waited
         if not announced:
             log(f"a test run is going (pids {pids[:4]}); waiting for it to finish")
@@ -313,7 +319,9 @@ class CpuWindow:
         self.seconds = wall1 - self.wall0
         self.server_cpu = self._server() - self.server0
         self.db_cpu = tree_cpu_seconds(self.db_pid) - self.db0
-        self.driver_cpu = (self_cpu_seconds() - self.self0) + (children_cpu_seconds() - self.children0)
+        self.driver_cpu = (self_cpu_seconds() - self.self0) + (
+            children_cpu_seconds() - self.children0
+        )
         ours = self.server_cpu + self.db_cpu + self.driver_cpu
         capacity = self.seconds * (os.cpu_count() or 1)
         self.other_pct = max(0.0, (busy1 - self.busy0) - ours) / capacity * 100 if capacity else 0.0
@@ -322,7 +330,8 @@ class CpuWindow:
     def describe(self, count: int | None = None, unit: str = "op") -> str:
         text = (
             f"server cpu {self.server_cpu:.1f} s ({self.server_cpu / self.seconds * 100:.0f}% of one core)"
-            if self.seconds else "server cpu -"
+            if self.seconds
+            else "server cpu -"
         )
         if count:
             text += f", {self.server_cpu * 1000 / count:.2f} ms/{unit}"

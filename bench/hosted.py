@@ -122,7 +122,9 @@ class WorkerConnections:
             await conn.aclose()
 
 
-async def push_latency(port: int, api_key: str, count: int, warmup: int, pids: list[int]) -> list[Push]:
+async def push_latency(
+    port: int, api_key: str, count: int, warmup: int, pids: list[int]
+) -> list[Push]:
     """With several workers, even payments confirm on the worker holding the websocket
     and odd ones on another worker (status crosses via PostgreSQL LISTEN/NOTIFY)."""
     api = Connection("127.0.0.1", port)
@@ -147,7 +149,7 @@ async def push_latency(port: int, api_key: str, count: int, warmup: int, pids: l
                     poster = await workers.get(post_pid)
                 got: dict[str, Any] = {}
 
-                async def read_push() -> None:
+                async def read_push(got: dict[str, Any] = got) -> None:
                     message = await ws.get_message()
                     got["at"] = clock()
                     got["message"] = json.loads(message)
@@ -226,7 +228,9 @@ class LoadOutcome:
     db_cpu_ms_per_confirm: float = 0.0
 
 
-async def confirm_load(port: int, pages: list[Page], clients: int, duration: float) -> tuple[int, float, list[float], list[float], list[float], Counter[str]]:
+async def confirm_load(
+    port: int, pages: list[Page], clients: int, duration: float
+) -> tuple[int, float, list[float], list[float], list[float], Counter[str]]:
     """`clients` customers at once, each paying its share of `pages` one after another."""
     confirm_s: list[float] = []
     page_s: list[float] = []
@@ -263,9 +267,13 @@ def run_confirm_load(
     server: Server, port: int, pages: list[Page], clients: int, duration: float, db_pid: int | None
 ) -> LoadOutcome:
     wait_for_quiet()
-    log(f"confirm load: {clients} customers, {len(pages)} sessions, at most {duration:.0f} s (loadavg {loadavg()})")
+    log(
+        f"confirm load: {clients} customers, {len(pages)} sessions, at most {duration:.0f} s (loadavg {loadavg()})"
+    )
     cpu = CpuWindow(server_pids=[server.proc.pid if server.proc else None], db_pid=db_pid).start()
-    n, seconds, confirm_s, page_s, done, errors = trio.run(confirm_load, port, pages, clients, duration)
+    n, seconds, confirm_s, page_s, done, errors = trio.run(
+        confirm_load, port, pages, clients, duration
+    )
     cpu.stop()
     lo, hi = int(len(done) * 0.1), int(len(done) * 0.9)
     mid = (hi - lo) / (done[hi] - done[lo]) if hi > lo and done[hi] > done[lo] else 0.0
@@ -295,7 +303,9 @@ def run_confirm_load(
 # -- profiling --------------------------------------------------------------------------------
 
 
-def pyspy_start(pids: list[int], seconds: float, out_dir: Path, label: str, idle: bool = False) -> list[tuple[subprocess.Popen[bytes], Path]]:
+def pyspy_start(
+    pids: list[int], seconds: float, out_dir: Path, label: str, idle: bool = False
+) -> list[tuple[subprocess.Popen[bytes], Path]]:
     """py-spy record (100 Hz, per thread, raw) on each pid for `seconds`."""
     spies = []
     for pid in pids:
@@ -304,11 +314,19 @@ def pyspy_start(pids: list[int], seconds: float, out_dir: Path, label: str, idle
                 "--format", "raw", "-o", str(raw), "--pid", str(pid)]  # fmt: skip
         if idle:
             argv.append("--idle")
-        spies.append((subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), raw))
+        spies.append(
+            (subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), raw)
+        )
     return spies
 
 
-def pyspy_finish(spies: list[tuple[subprocess.Popen[bytes], Path]], out_dir: Path, label: str, cpu_ms: float | None, seconds: float) -> str:
+def pyspy_finish(
+    spies: list[tuple[subprocess.Popen[bytes], Path]],
+    out_dir: Path,
+    label: str,
+    cpu_ms: float | None,
+    seconds: float,
+) -> str:
     for spy, _ in spies:
         try:
             spy.wait(timeout=seconds + 60)
@@ -348,15 +366,21 @@ class Bench:
 
         # 1. push latency
         wait_for_quiet()
-        log(f"{backend}: push latency, {args.sessions} payments one at a time (+{args.warmup} warm-up)")
-        cpu = CpuWindow(server_pids=[server.proc.pid if server.proc else None], db_pid=db_pid).start()
+        log(
+            f"{backend}: push latency, {args.sessions} payments one at a time (+{args.warmup} warm-up)"
+        )
+        cpu = CpuWindow(
+            server_pids=[server.proc.pid if server.proc else None], db_pid=db_pid
+        ).start()
         pushes = trio.run(push_latency, port, api_key, args.sessions, args.warmup, pids)
         cpu.stop()
         summary = push_summary(pushes)
         summary["cpu"] = cpu.as_dict()
         result["push"] = summary
         log(f"  sent->ws  {fmt_summary(summary['sent_to_ws'])}")
-        log(f"  303->ws   {fmt_summary(summary['headers_to_ws'])}  (push before the 303: {summary['push_before_303']})")
+        log(
+            f"  303->ws   {fmt_summary(summary['headers_to_ws'])}  (push before the 303: {summary['push_before_303']})"
+        )
         log(f"  sent->303 {fmt_summary(summary['sent_to_303'])}")
         if "cross_worker" in summary:
             log(f"  same worker  sent->ws {fmt_summary(summary['same_worker'])}")
@@ -367,7 +391,8 @@ class Bench:
         self.verdicts.append(
             f"{backend} {server.workers}w push (confirm sent -> 'paid' at the websocket) p99 = {p99:.2f} ms, "
             f"p50 {summary['sent_to_ws']['p50']:.2f} ms (target < {TARGET_PUSH_P99_MS:.0f} ms: "
-            + ("MET" if met else f"MISSED by {p99 - TARGET_PUSH_P99_MS:.2f} ms") + ")"
+            + ("MET" if met else f"MISSED by {p99 - TARGET_PUSH_P99_MS:.2f} ms")
+            + ")"
         )
         log(self.verdicts[-1])
         if self.want_profile(not met):
@@ -381,7 +406,6 @@ class Bench:
             while time.monotonic() < deadline:
                 trio.run(push_latency, port, api_key, 20, 0, [])
                 n += 20
-            per = summary["sent_to_ws"]["p50"]
             self.profiles.append(
                 f"### {label} ({server.workers} worker(s), one payment at a time, py-spy --idle: "
                 f"waiting counts)\n" + pyspy_finish(spies, self.work, label, None, seconds)
@@ -431,7 +455,9 @@ class Bench:
         from pg_durable import DURABLE_OPTIONS, find_pg_bin, start_durable_cluster
 
         if find_pg_bin() is None:
-            self.verdicts.append("PostgreSQL skipped: no server binaries (apt-get install -y postgresql)")
+            self.verdicts.append(
+                "PostgreSQL skipped: no server binaries (apt-get install -y postgresql)"
+            )
             log(self.verdicts[-1])
             return
         cluster = start_durable_cluster()
@@ -443,7 +469,9 @@ class Bench:
             _, api_key = create_merchant(env, cwd)
             workers = self.args.pg_workers
             server = fgcpay_server("fgcpay-pg", env, cwd, workers, self.work, self.args.patch)
-            log(f"PostgreSQL: 127.0.0.1:{cluster.port} ({DURABLE_OPTIONS}), `fgcpay serve --workers {workers}`")
+            log(
+                f"PostgreSQL: 127.0.0.1:{cluster.port} ({DURABLE_OPTIONS}), `fgcpay serve --workers {workers}`"
+            )
             server.start()
             try:
                 self.measure("postgres", server, api_key, cluster.postmaster_pid())
@@ -456,41 +484,61 @@ class Bench:
         a = self.args
         print()
         print("=" * 100)
-        print(f"fgcpay hosted-page benchmark, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
-              f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {time.monotonic() - started:.0f} s total")
+        print(
+            f"fgcpay hosted-page benchmark, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {time.monotonic() - started:.0f} s total"
+        )
         if a.patch:
-            print(f"PATCHED service (bench/patched_serve.py --patch {a.patch}): not the application as it is")
-        print(f"push: {a.sessions} payments one at a time after {a.warmup} warm-up; load: {a.clients} "
-              f"customers x {a.per_client} sessions, at most {a.duration:.0f} s")
+            print(
+                f"PATCHED service (bench/patched_serve.py --patch {a.patch}): not the application as it is"
+            )
+        print(
+            f"push: {a.sessions} payments one at a time after {a.warmup} warm-up; load: {a.clients} "
+            f"customers x {a.per_client} sessions, at most {a.duration:.0f} s"
+        )
         print()
         for backend, r in self.results.items():
             push = r.get("push")
             if push:
                 print(f"{backend} ({r['workers']} worker(s)), push latency, ms:")
                 print(f"  confirm sent -> ws 'paid'   {fmt_summary(push['sent_to_ws'])}")
-                print(f"  303 received -> ws 'paid'   {fmt_summary(push['headers_to_ws'])}"
-                      f"  [push arrived first in {push['push_before_303']}/{push['n']}]")
+                print(
+                    f"  303 received -> ws 'paid'   {fmt_summary(push['headers_to_ws'])}"
+                    f"  [push arrived first in {push['push_before_303']}/{push['n']}]"
+                )
                 print(f"  confirm sent -> 303         {fmt_summary(push['sent_to_303'])}")
                 if "cross_worker" in push:
                     print(f"  sent -> ws, same worker     {fmt_summary(push['same_worker'])}")
                     print(f"  sent -> ws, other worker    {fmt_summary(push['cross_worker'])}")
-                    print(f"  303 -> ws, other worker     {fmt_summary(push['cross_worker_headers_to_ws'])}")
-                    print(f"  sent -> 303, same worker    {fmt_summary(push['same_worker_sent_to_303'])}")
-                    print(f"  sent -> 303, other worker   {fmt_summary(push['cross_worker_sent_to_303'])}")
+                    print(
+                        f"  303 -> ws, other worker     {fmt_summary(push['cross_worker_headers_to_ws'])}"
+                    )
+                    print(
+                        f"  sent -> 303, same worker    {fmt_summary(push['same_worker_sent_to_303'])}"
+                    )
+                    print(
+                        f"  sent -> 303, other worker   {fmt_summary(push['cross_worker_sent_to_303'])}"
+                    )
                 print(f"  other CPU {push['cpu']['other_cpu_pct']:.0f}%")
             load = r.get("load")
             if load:
-                print(f"{backend} ({r['workers']} worker(s)), {load['clients']} customers paying at once:")
-                print(f"  {load['confirms']} confirms in {load['seconds']:.1f} s = {load['confirms_per_s']:.1f}"
-                      f" confirms/s (middle 80% of completions: {load['mid_confirms_per_s']:.1f}/s); errors "
-                      f"{sum(load['errors'].values())}")
+                print(
+                    f"{backend} ({r['workers']} worker(s)), {load['clients']} customers paying at once:"
+                )
+                print(
+                    f"  {load['confirms']} confirms in {load['seconds']:.1f} s = {load['confirms_per_s']:.1f}"
+                    f" confirms/s (middle 80% of completions: {load['mid_confirms_per_s']:.1f}/s); errors "
+                    f"{sum(load['errors'].values())}"
+                )
                 print(f"  confirm POST  {fmt_summary(load['confirm_ms'])}")
                 print(f"  page GET      {fmt_summary(load['page_ms'])}")
                 cpu = load["cpu"]
-                print(f"  server CPU {load['server_cpu_ms_per_confirm']:.2f} ms per page+confirm"
-                      + (f" (+pg {load['db_cpu_ms_per_confirm']:.2f})" if cpu["db_cpu_s"] else "")
-                      + f", {cpu['server_cpu_s'] / cpu['seconds'] * 100:.0f}% of one core; driver CPU "
-                      f"{cpu['driver_cpu_s']:.1f} s; other {cpu['other_cpu_pct']:.0f}%")
+                print(
+                    f"  server CPU {load['server_cpu_ms_per_confirm']:.2f} ms per page+confirm"
+                    + (f" (+pg {load['db_cpu_ms_per_confirm']:.2f})" if cpu["db_cpu_s"] else "")
+                    + f", {cpu['server_cpu_s'] / cpu['seconds'] * 100:.0f}% of one core; driver CPU "
+                    f"{cpu['driver_cpu_s']:.1f} s; other {cpu['other_cpu_pct']:.0f}%"
+                )
                 for error, n in load["errors"].items():
                     print(f"  error x{n}: {error}")
             print()
@@ -503,24 +551,43 @@ class Bench:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sessions", type=int, default=500, help="payments timed one at a time")
     parser.add_argument("--warmup", type=int, default=20, help="untimed payments before those")
     parser.add_argument("--clients", type=int, default=64, help="customers paying at once")
     parser.add_argument("--per-client", type=int, default=40, help="sessions each customer pays")
-    parser.add_argument("--duration", type=float, default=30.0, help="at most this long (s) for the load")
+    parser.add_argument(
+        "--duration", type=float, default=30.0, help="at most this long (s) for the load"
+    )
     parser.add_argument("--pg", action="store_true", help="also PostgreSQL (durable cluster)")
     parser.add_argument("--pg-only", action="store_true", help="PostgreSQL only")
     parser.add_argument("--pg-workers", type=int, default=2)
-    parser.add_argument("--profile", choices=("auto", "always", "never"), default="auto",
-                        help="py-spy when the push target is missed (auto), always, or never")
+    parser.add_argument(
+        "--profile",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="py-spy when the push target is missed (auto), always, or never",
+    )
     parser.add_argument("--profile-seconds", type=int, default=10)
-    parser.add_argument("--quiet-wait", type=float, default=30.0,
-                        help="wait up to this long for an idle machine before each part (0: off)")
-    parser.add_argument("--tests-wait", type=float, default=600.0,
-                        help="wait up to this long for a running test suite (pytest) to finish (0: off)")
-    parser.add_argument("--patch", help="start the service through bench/patched_serve.py with these "
-                        "patches (comma-separated; A/B of suggested app changes, 1 worker)")
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=30.0,
+        help="wait up to this long for an idle machine before each part (0: off)",
+    )
+    parser.add_argument(
+        "--tests-wait",
+        type=float,
+        default=600.0,
+        help="wait up to this long for a running test suite (pytest) to finish (0: off)",
+    )
+    parser.add_argument(
+        "--patch",
+        help="start the service through bench/patched_serve.py with these "
+        "patches (comma-separated; A/B of suggested app changes, 1 worker)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()

@@ -75,7 +75,7 @@ async def run_httpx(url: str, total: int, concurrency: int, stream: bool, pool: 
 
     async with client:
         async with trio.open_nursery() as nursery:
-            for i in range(concurrency):
+            for _ in range(concurrency):
                 nursery.start_soon(task, total // concurrency)
 
 
@@ -88,7 +88,7 @@ async def run_mini(port: int, total: int, concurrency: int) -> None:
         await conn.aclose()
 
     async with trio.open_nursery() as nursery:
-        for i in range(concurrency):
+        for _ in range(concurrency):
             nursery.start_soon(task, total // concurrency)
 
 
@@ -97,7 +97,10 @@ def measure(label: str, fn, *args) -> None:  # type: ignore[no-untyped-def]
     trio.run(fn, *args)
     c1, t1 = cpu(), time.perf_counter()
     n = (args[1] // args[2]) * args[2]
-    print(f"{label:<58} {n / (t1 - t0):8.0f} req/s  {(c1 - c0) * 1000 / n:6.3f} ms CPU/req", flush=True)
+    print(
+        f"{label:<58} {n / (t1 - t0):8.0f} req/s  {(c1 - c0) * 1000 / n:6.3f} ms CPU/req",
+        flush=True,
+    )
 
 
 def per_attempt_work() -> None:
@@ -115,11 +118,15 @@ def per_attempt_work() -> None:
         secret = box.open(sealed)
         webhooks.signed_headers("evt_0123456789abcdefghijklmn", BODY, 1795000000, [secret])
     took = (time.perf_counter() - t0) / n
-    print(f"{'signing both families + opening the sealed secret':<58} {'':>8}        {took * 1000:6.3f} ms CPU/attempt")
+    print(
+        f"{'signing both families + opening the sealed secret':<58} {'':>8}        {took * 1000:6.3f} ms CPU/attempt"
+    )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--requests", type=int, default=6000)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
@@ -135,10 +142,14 @@ def main() -> int:
         url = f"http://127.0.0.1:{port}/hooks"
         n, c = args.requests, args.concurrency
         print(f"{n} POSTs of {len(BODY)} bytes, {c} concurrent tasks, receiver in another process")
-        measure(f"httpx stream+aiter_raw, pool 32 (as the dispatcher)", run_httpx, url, n, c, True, 32)
-        measure(f"httpx post, pool 32", run_httpx, url, n, c, False, 32)
-        measure(f"httpx stream+aiter_raw, pool 32, 1 task at a time", run_httpx, url, n // 4, 1, True, 32)
-        measure(f"minihttp keep-alive connection per task", run_mini, port, n, c)
+        measure(
+            "httpx stream+aiter_raw, pool 32 (as the dispatcher)", run_httpx, url, n, c, True, 32
+        )
+        measure("httpx post, pool 32", run_httpx, url, n, c, False, 32)
+        measure(
+            "httpx stream+aiter_raw, pool 32, 1 task at a time", run_httpx, url, n // 4, 1, True, 32
+        )
+        measure("minihttp keep-alive connection per task", run_mini, port, n, c)
         per_attempt_work()
     finally:
         receiver.terminate()

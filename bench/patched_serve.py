@@ -46,7 +46,6 @@ BENCH = Path(__file__).resolve().parent
 def per_sender_client() -> None:
     import httpx
     import trio
-
     from fgcpay.webhooks import dispatcher as wd
 
     original = wd.WebhookDispatcher._sender
@@ -69,12 +68,11 @@ def lean_sender() -> None:
     import trio
 
     sys.path.insert(0, str(BENCH))
-    from minihttp import Connection
-
     from fgcpay.storage import webhooks as sw
     from fgcpay.storage.webhooks import AttemptRecord
     from fgcpay.webhooks import destinations
     from fgcpay.webhooks import dispatcher as wd
+    from minihttp import Connection
 
     async def _sender(self: Any, jobs: Any, client: Any) -> None:
         conns: dict[tuple[str, int], Connection] = {}
@@ -84,7 +82,9 @@ def lean_sender() -> None:
                     try:
                         await _attempt(self, job, conns)
                     except Exception as error:
-                        wd.log_event("delivery attempt crashed", 40, error_type=type(error).__name__)
+                        wd.log_event(
+                            "delivery attempt crashed", 40, error_type=type(error).__name__
+                        )
                     finally:
                         self._busy -= 1
                         self._wake.set()
@@ -96,7 +96,9 @@ def lean_sender() -> None:
     async def _attempt(self: Any, job: Any, conns: dict[tuple[str, int], Connection]) -> None:
         now = self.clock.now_us()
         body = job.body.encode("utf-8")
-        headers = wd.webhooks.signed_headers(job.event_id, body, now // 1_000_000, self._signing_secrets(job, now))
+        headers = wd.webhooks.signed_headers(
+            job.event_id, body, now // 1_000_000, self._signing_secrets(job, now)
+        )
         status = answer = error = None
         started = time.perf_counter()
         refused = await destinations.refusal(job.url, self.allow_private)
@@ -111,7 +113,10 @@ def lean_sender() -> None:
             try:
                 with trio.fail_after(wd.webhooks.ATTEMPT_TIMEOUT_SECONDS):
                     r = await conn.request("POST", parts.path or "/", headers, body)
-                status, answer = r.status, r.body[: wd.webhooks.RESPONSE_KEEP_BYTES].decode("utf-8", "replace")
+                status, answer = (
+                    r.status,
+                    r.body[: wd.webhooks.RESPONSE_KEEP_BYTES].decode("utf-8", "replace"),
+                )
             except trio.TooSlowError:
                 error = "timeout after 10 s"
                 await conn.aclose()
@@ -124,11 +129,15 @@ def lean_sender() -> None:
             outcome, next_at = "succeeded", None
         else:
             delay = wd.webhooks.retry_delay(job.attempts + 1, None)
-            outcome, next_at = ("failed", None) if delay is None else ("pending", finished + int(delay * 1e6))
+            outcome, next_at = (
+                ("failed", None) if delay is None else ("pending", finished + int(delay * 1e6))
+            )
         await self.db.write(
             sw.record_attempt,
             self.owner,
-            AttemptRecord(job.delivery_id, finished, status, latency_ms, error, answer, outcome, next_at),
+            AttemptRecord(
+                job.delivery_id, finished, status, latency_ms, error, answer, outcome, next_at
+            ),
         )
         self.attempts += 1
         self._attempted.set()
@@ -237,7 +246,9 @@ def trace() -> None:
             if info["generation"] == 2:
                 objects = gc.get_objects()
                 tracked.append((round(time.perf_counter() - t_start, 1), len(objects)))
-                kinds = collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in objects)
+                kinds = collections.Counter(
+                    f"{type(o).__module__}.{type(o).__qualname__}" for o in objects
+                )
                 last_kinds[:] = kinds.most_common(12)
                 del objects
 
@@ -251,9 +262,15 @@ def trace() -> None:
 
     def create_app(service: Any) -> Any:
         app = original_create_app(service)
-        for endpoint in ("hosted_page.confirm", "hosted_page.checkout_page", "hosted_page.status_socket"):
+        for endpoint in (
+            "hosted_page.confirm",
+            "hosted_page.checkout_page",
+            "hosted_page.status_socket",
+        ):
             if endpoint in app.view_functions:
-                app.view_functions[endpoint] = timed(f"view {endpoint}", app.view_functions[endpoint])
+                app.view_functions[endpoint] = timed(
+                    f"view {endpoint}", app.view_functions[endpoint]
+                )
         return app
 
     service_module.create_app = create_app

@@ -52,9 +52,13 @@ COLUMNS = (
 )
 BASE = f"SELECT {COLUMNS} FROM checkout_sessions"
 QUERIES = {
-    "first page": (f"{BASE} WHERE merchant_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2", "m,l"),
+    "first page": (
+        f"{BASE} WHERE merchant_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2",
+        "m,l",
+    ),
     "status=paid": (
-        f"{BASE} WHERE merchant_id = $1 AND status = $2 ORDER BY created_at DESC, id DESC LIMIT $3", "m,s,l"
+        f"{BASE} WHERE merchant_id = $1 AND status = $2 ORDER BY created_at DESC, id DESC LIMIT $3",
+        "m,s,l",
     ),
     "starting_after 90% deep": (
         f"{BASE} WHERE merchant_id = $1 AND (created_at, id) < ($2, $3)"
@@ -69,7 +73,9 @@ def check(url: str, merchant_id: str, anchor: str, runs: int) -> None:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("SELECT created_at FROM checkout_sessions WHERE id = %s", (anchor,)).fetchone()
+        row = conn.execute(
+            "SELECT created_at FROM checkout_sessions WHERE id = %s", (anchor,)
+        ).fetchone()
         values = {"m": merchant_id, "s": "paid", "l": 21, "c": row[0] if row else 0, "i": anchor}
         for name, (sql, keys) in QUERIES.items():
             args = [values[k] for k in keys.split(",")]
@@ -101,19 +107,27 @@ async def through_service(port: int, api_key: str, anchor: str, runs: int) -> No
         r = await conn.request("GET", path, headers)
         assert r.status == 200, r.status
         times.append((r.sent_at - start, r.done_at - r.sent_at))
-    print(f"through fgcpay (2 workers, one connection): {fmt_summary(summary_ms([d for _, d in times]))}")
+    print(
+        f"through fgcpay (2 workers, one connection): {fmt_summary(summary_ms([d for _, d in times]))}"
+    )
     slow = [(at, d) for at, d in times if d > 0.030]
-    print(f"{len(slow)} requests over 30 ms, at (s after the first): "
-          + ", ".join(f"{at:.2f} ({d * 1000:.0f} ms)" for at, d in slow[:40]))
+    print(
+        f"{len(slow)} requests over 30 ms, at (s after the first): "
+        + ", ".join(f"{at:.2f} ({d * 1000:.0f} ms)" for at, d in slow[:40])
+    )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--service", action="store_true", help="also time the page through fgcpay")
     parser.add_argument("--patch", help="start fgcpay through bench/patched_serve.py (e.g. trace)")
-    parser.add_argument("--keep", action="store_true", help="keep the service's directory (traces, logs)")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the service's directory (traces, logs)"
+    )
     args = parser.parse_args()
     if find_pg_bin() is None:
         print("no PostgreSQL server binaries (apt-get install -y postgresql)")
@@ -124,7 +138,14 @@ def main() -> int:
         cluster.psql("CREATE DATABASE bench")
         url = cluster.url("bench")
         env = fgcpay_env(url)
-        subprocess.run([tool("fgcpay"), "migrate"], env=env, cwd=cwd, check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [tool("fgcpay"), "migrate"],
+            env=env,
+            cwd=cwd,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         merchant_id, api_key = create_merchant(env, cwd)
         log(f"loading {args.rows:,} sessions (COPY, VACUUM (ANALYZE), CHECKPOINT)")
         anchor, took = pg_bulk_insert(url, merchant_id, args.rows)

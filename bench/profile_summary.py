@@ -23,12 +23,14 @@ _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 # (component, function names as py-spy prints them), most specific first.
 APP_BUCKETS: list[tuple[str, tuple[str, ...]]] = [
     # the webhook dispatcher (bench/webhooks.py)
-    ("webhook: HTTP POST (httpx + httpcore + h11, socket I/O)", ("AsyncClient.stream", "_first_bytes")),
+    (
+        "webhook: HTTP POST (httpx + httpcore + h11, socket I/O)",
+        ("AsyncClient.stream", "_first_bytes"),
+    ),
     ("webhook: sign + open secret", ("signed_headers", "WebhookDispatcher._signing_secrets")),
     ("webhook: SSRF check", ("refusal",)),
     ("webhook: record attempt (DB write)", ("record_attempt",)),
-    ("webhook: claim + next due (DB)", ("claim_due", "next_due",
-                                        "WebhookDispatcher._claim_loop")),
+    ("webhook: claim + next due (DB)", ("claim_due", "next_due", "WebhookDispatcher._claim_loop")),
     ("webhook: sender rest", ("WebhookDispatcher._attempt", "WebhookDispatcher._sender")),
     # the hosted page (bench/hosted.py)
     ("page: render template (Jinja)", ("render_template",)),
@@ -44,22 +46,40 @@ APP_BUCKETS: list[tuple[str, tuple[str, ...]]] = [
     ("body read (quart request.get_data)", ("TrioRequest.get_data",)),
     ("JSON parse + validation", ("json_object", "parse_create", "parse_list_query")),
     ("session build + to_json + dumps", ("CheckoutSessions.build", "to_json", "dump", "envelope")),
-    ("DB write (hand-off to the group writer)", ("SqliteDatabase.write", "PostgresDatabase.write",
-                                                 "CheckoutSessions.create")),
+    (
+        "DB write (hand-off to the group writer)",
+        ("SqliteDatabase.write", "PostgresDatabase.write", "CheckoutSessions.create"),
+    ),
     ("DB list query + row mapping", ("CheckoutSessions.page",)),
     ("DB read (other)", ("SqliteDatabase.read", "PostgresDatabase.read")),
-    ("before/after_request hooks (req id, headers, log)", ("install.<locals>._begin",
-                                                           "install.<locals>._finish")),
-    ("handlers + idempotency wrapper (rest)", ("create_checkout_session", "list_checkout_sessions",
-                                               "get_checkout_session", "idempotent.<locals>.wrapper",
-                                               "hello")),
+    (
+        "before/after_request hooks (req id, headers, log)",
+        ("install.<locals>._begin", "install.<locals>._finish"),
+    ),
+    (
+        "handlers + idempotency wrapper (rest)",
+        (
+            "create_checkout_session",
+            "list_checkout_sessions",
+            "get_checkout_session",
+            "idempotent.<locals>.wrapper",
+            "hello",
+        ),
+    ),
 ]
 LIB_BUCKETS: list[tuple[str, tuple[str, ...]]] = [
-    ("Quart/werkzeug (contexts, routing, req/resp objects)", ("quart/", "quart_trio/", "werkzeug/",
-                                                               "flask/", "blinker/")),
-    ("hypercorn + h11 (HTTP parse/serialise, socket I/O)", ("hypercorn/", "h11/", "h2/", "wsproto/")),
-    ("database threads (group threads, worker threads, psycopg)", ("storage/_threads.py", "trio/_threads.py",
-                                                                  "trio/_core/_thread_cache.py", "psycopg/")),
+    (
+        "Quart/werkzeug (contexts, routing, req/resp objects)",
+        ("quart/", "quart_trio/", "werkzeug/", "flask/", "blinker/"),
+    ),
+    (
+        "hypercorn + h11 (HTTP parse/serialise, socket I/O)",
+        ("hypercorn/", "h11/", "h2/", "wsproto/"),
+    ),
+    (
+        "database threads (group threads, worker threads, psycopg)",
+        ("storage/_threads.py", "trio/_threads.py", "trio/_core/_thread_cache.py", "psycopg/"),
+    ),
 ]
 REST = "trio scheduler, epoll, other"
 

@@ -46,8 +46,8 @@ from common import (  # noqa: E402
     CREATE_PATH,
     QUIET,
     Server,
-    fgcpay_server,
     children_cpu_seconds,
+    fgcpay_server,
     free_port,
     loadavg,
     log,
@@ -64,7 +64,6 @@ TARGET_SQLITE_RATIO = 0.8
 TARGET_PG_RATIO = 0.7
 TARGET_LIST_P99_MS = 20.0
 TARGET_PG_SCALING = 1.8
-
 
 
 # -- wrk ------------------------------------------------------------------------------
@@ -221,7 +220,6 @@ def run_wrk(
     return result
 
 
-
 def load(
     label: str, url: str, script: Path, cfg: WrkConfig, warmup: int,
     server: Server | None = None, db_pid: int | None = None,
@@ -233,8 +231,10 @@ def load(
     result = run_wrk(label, url, script, cfg, server, db_pid)
     print("    " + result.row(), flush=True)
     if result.other_cpu_pct is not None and result.other_cpu_pct > 10:
-        log(f"warning: other processes used {result.other_cpu_pct:.0f}% of the machine's CPU "
-            "during this run; the figures are disturbed")
+        log(
+            f"warning: other processes used {result.other_cpu_pct:.0f}% of the machine's CPU "
+            "during this run; the figures are disturbed"
+        )
     return result
 
 
@@ -257,9 +257,23 @@ def profile_under_load(
         time.sleep(2)
         spies = [
             subprocess.Popen(
-                [pyspy, "record", "--threads", "-r", "100", "-d", str(seconds), "--format", "raw",
-                 "-o", str(raw), "--pid", str(pid)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                [
+                    pyspy,
+                    "record",
+                    "--threads",
+                    "-r",
+                    "100",
+                    "-d",
+                    str(seconds),
+                    "--format",
+                    "raw",
+                    "-o",
+                    str(raw),
+                    "--pid",
+                    str(pid),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )  # fmt: skip
             for pid, raw in zip(pids, raws, strict=True)
         ]
@@ -278,7 +292,6 @@ def profile_under_load(
 # -- data -----------------------------------------------------------------------------
 
 
-
 COLUMNS = (
     "id", "merchant_id", "status", "version", "amount_minor", "currency", "eur_cents",
     "description", "success_url", "cancel_url", "customer_email", "customer_reference",
@@ -286,7 +299,9 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def bulk_rows(merchant_id: str, count: int, seed: int = 7) -> tuple[Iterator[tuple[Any, ...]], list[str]]:
+def bulk_rows(
+    merchant_id: str, count: int, seed: int = 7
+) -> tuple[Iterator[tuple[Any, ...]], list[str]]:
     """`count` sessions created over the last 23 hours (oldest first), 80% created (not yet
     expired, so the expiry sweeper has nothing to do), 15% paid, 5% expired.
 
@@ -456,9 +471,13 @@ class Bench:
             ratio = create.rps / ceiling.rps if ceiling.rps else 0.0
             met = ratio >= target
             needed = target * ceiling.rps
-            gap = "" if met else (
-                f", missed: create needs {needed:.0f} req/s, {needed - create.rps:.0f} req/s "
-                f"({(needed / create.rps - 1) * 100:.0f}%) more"
+            gap = (
+                ""
+                if met
+                else (
+                    f", missed: create needs {needed:.0f} req/s, {needed - create.rps:.0f} req/s "
+                    f"({(needed / create.rps - 1) * 100:.0f}%) more"
+                )
             )
             self.verdicts.append(
                 f"{backend} {workers}w create/hello = {create.rps:.1f}/{ceiling.rps:.1f} = "
@@ -476,7 +495,9 @@ class Bench:
                         label, server, server.url, script, cfg, self.args.profile_seconds, cpu,
                         self.work,
                     )  # fmt: skip
-                    self.profiles.append(f"### {label} ({workers} worker(s), {cfg.describe()})\n{text}")
+                    self.profiles.append(
+                        f"### {label} ({workers} worker(s), {cfg.describe()})\n{text}"
+                    )
         finally:
             hello.stop()
         if shape and not self.args.skip_shape:
@@ -526,7 +547,9 @@ class Bench:
         import trio
 
         # By path: tests/ (on sys.path for the PostgreSQL cluster) has a hosted.py too.
-        spec = importlib.util.spec_from_file_location("bench_hosted", Path(__file__).parent / "hosted.py")
+        spec = importlib.util.spec_from_file_location(
+            "bench_hosted", Path(__file__).parent / "hosted.py"
+        )
         assert spec is not None and spec.loader is not None
         hosted = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = hosted  # its dataclasses look their module up
@@ -572,19 +595,31 @@ class Bench:
         sat = WrkConfig(self.load_cfg.threads, self.load_cfg.connections, self.list_cfg.duration)
         out.append(
             load(
-                f"{backend}: GET list first page, -c{sat.connections}", service.url,
-                script, sat, 0, service, db_pid,
+                f"{backend}: GET list first page, -c{sat.connections}",
+                service.url,
+                script,
+                sat,
+                0,
+                service,
+                db_pid,
             )  # fmt: skip
         )
         self.results.extend(out)
         worst = max(range(3), key=lambda i: out[i].p99_ms)
         met = out[worst].p99_ms < TARGET_LIST_P99_MS
-        each = ", ".join(f"{name} {r.p99_ms:.1f}" for (name, _), r in zip(variants, out, strict=False))
+        each = ", ".join(
+            f"{name} {r.p99_ms:.1f}" for (name, _), r in zip(variants, out, strict=False)
+        )
         self.verdicts.append(
             f"{backend} list p99 with {rows:,} rows ({self.list_cfg.describe()}): {each} ms "
             f"(target < {TARGET_LIST_P99_MS:.0f} ms: {'MET' if met else 'MISSED'}"
-            + ("" if met else f" by {out[worst].p99_ms - TARGET_LIST_P99_MS:.1f} ms on "
-               f"'{variants[worst][0]}'") + ")"
+            + (
+                ""
+                if met
+                else f" by {out[worst].p99_ms - TARGET_LIST_P99_MS:.1f} ms on "
+                f"'{variants[worst][0]}'"
+            )
+            + ")"
         )
         log(self.verdicts[-1])
         if self.want_profile(not met):
@@ -625,7 +660,9 @@ class Bench:
             self.results.append(r)
         finally:
             service.stop()
-        log(f"SQLite: bulk-inserting {self.args.rows:,} sessions (one transaction, synchronous=OFF)")
+        log(
+            f"SQLite: bulk-inserting {self.args.rows:,} sessions (one transaction, synchronous=OFF)"
+        )
         anchor, took = sqlite_bulk_insert(db_path, merchant_id, self.args.rows)
         total = self.count_sqlite(db_path)
         self.notes.append(f"SQLite bulk insert of {self.args.rows:,} rows: {took:.1f} s")
@@ -660,7 +697,9 @@ class Bench:
             cluster.psql("CREATE DATABASE bench")
             url = cluster.url("bench")
             pg_pid = cluster.postmaster_pid()
-            log(f"PostgreSQL: throwaway cluster on 127.0.0.1:{cluster.port} ({DURABLE_OPTIONS}), 2 workers")
+            log(
+                f"PostgreSQL: throwaway cluster on 127.0.0.1:{cluster.port} ({DURABLE_OPTIONS}), 2 workers"
+            )
             cwd = self.work / "postgres"
             cwd.mkdir()
             env = self.env(url)
@@ -672,7 +711,9 @@ class Bench:
             service = self.fgcpay("fgcpay-pg", env, cwd, 2)
             service.start()
             try:
-                two = self.ceiling_and_create("postgres", service, api_key, 2, TARGET_PG_RATIO, pg_pid)
+                two = self.ceiling_and_create(
+                    "postgres", service, api_key, 2, TARGET_PG_RATIO, pg_pid
+                )
                 if self.args.pushes > 0:
                     self.push_latency("postgres", service, api_key)
             finally:
@@ -680,7 +721,9 @@ class Bench:
             self.one_worker_scaling("postgres", env, cwd, api_key, two, pg_pid)
             if self.args.pg_rows <= 0:
                 return
-            log(f"PostgreSQL: COPY {self.args.pg_rows:,} sessions, then VACUUM (ANALYZE), CHECKPOINT")
+            log(
+                f"PostgreSQL: COPY {self.args.pg_rows:,} sessions, then VACUUM (ANALYZE), CHECKPOINT"
+            )
             anchor, took = pg_bulk_insert(url, merchant_id, self.args.pg_rows)
             self.notes.append(
                 f"PostgreSQL COPY of {self.args.pg_rows:,} rows + VACUUM (ANALYZE) + CHECKPOINT: {took:.1f} s"
@@ -707,12 +750,18 @@ class Bench:
     def report(self, started: float) -> None:
         print()
         print("=" * 110)
-        print(f"fgcpay benchmark, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
-              f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {time.monotonic() - started:.0f} s total")
-        print(f"create/hello load: {self.load_cfg.describe()}; list latency: "
-              f"{self.list_cfg.describe()} (warm-up {self.args.warmup}s before each)")
-        print("server cpu ms/req = CPU time of the server's process tree / requests (+pg: of "
-              "PostgreSQL's); other = CPU used by processes outside the benchmark, % of the machine")
+        print(
+            f"fgcpay benchmark, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {time.monotonic() - started:.0f} s total"
+        )
+        print(
+            f"create/hello load: {self.load_cfg.describe()}; list latency: "
+            f"{self.list_cfg.describe()} (warm-up {self.args.warmup}s before each)"
+        )
+        print(
+            "server cpu ms/req = CPU time of the server's process tree / requests (+pg: of "
+            "PostgreSQL's); other = CPU used by processes outside the benchmark, % of the machine"
+        )
         print()
         print(RESULT_HEADER)
         for result in self.results:
@@ -729,17 +778,31 @@ class Bench:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--duration", type=int, default=15, help="seconds per create/hello run")
     parser.add_argument("--warmup", type=int, default=3, help="seconds of warm-up before each run")
     parser.add_argument("--threads", type=int, default=2, help="wrk threads")
-    parser.add_argument("--connections", type=int, default=64, help="wrk connections (create/hello)")
-    parser.add_argument("--list-connections", type=int, default=1, help="wrk connections (list latency)")
+    parser.add_argument(
+        "--connections", type=int, default=64, help="wrk connections (create/hello)"
+    )
+    parser.add_argument(
+        "--list-connections", type=int, default=1, help="wrk connections (list latency)"
+    )
     parser.add_argument("--list-duration", type=int, default=8, help="seconds per list run")
-    parser.add_argument("--rows", type=int, default=1_000_000, help="sessions bulk-inserted (SQLite)")
-    parser.add_argument("--pg-rows", type=int, default=1_000_000, help="sessions bulk-loaded (PostgreSQL)")
-    parser.add_argument("--pushes", type=int, default=300,
-                        help="payments one at a time for the PostgreSQL push latency (0 skips it)")
+    parser.add_argument(
+        "--rows", type=int, default=1_000_000, help="sessions bulk-inserted (SQLite)"
+    )
+    parser.add_argument(
+        "--pg-rows", type=int, default=1_000_000, help="sessions bulk-loaded (PostgreSQL)"
+    )
+    parser.add_argument(
+        "--pushes",
+        type=int,
+        default=300,
+        help="payments one at a time for the PostgreSQL push latency (0 skips it)",
+    )
     parser.add_argument("--skip-pg", action="store_true", help="SQLite only")
     parser.add_argument("--skip-sqlite", action="store_true", help="PostgreSQL only")
     parser.add_argument(
@@ -758,8 +821,11 @@ def main() -> int:
         help="before each run, wait up to this many seconds for a test run (a process whose "
         "command line mentions pytest) to finish; 0 disables",
     )  # fmt: skip
-    parser.add_argument("--patch", help="start fgcpay through bench/patched_serve.py with these patches "
-                        "(comma-separated): A/B of suggested app changes, or `trace`")
+    parser.add_argument(
+        "--patch",
+        help="start fgcpay through bench/patched_serve.py with these patches "
+        "(comma-separated): A/B of suggested app changes, or `trace`",
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()

@@ -42,11 +42,15 @@ def rss_mib(pid: int) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--backend", choices=("postgres", "sqlite"), default="postgres")
     parser.add_argument("--workers", type=int, help="default: 2 on PostgreSQL, 1 on SQLite")
     parser.add_argument("--count", type=int, default=100_000, help="creates in all")
-    parser.add_argument("--every", type=int, default=10_000, help="creates per slice (one reading each)")
+    parser.add_argument(
+        "--every", type=int, default=10_000, help="creates per slice (one reading each)"
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--json", type=Path, help="also write the readings as JSON here")
@@ -76,11 +80,17 @@ def main() -> int:
             pids = service.worker_pids()
             script = bench.create_script(merchant["api_key"])
             seconds = 5  # the first slice measures the rate the next ones are sized by
-            log(f"{args.backend}, {workers} worker(s): {args.count:,} creates in slices of "
-                f"{args.every:,}; loadavg {loadavg()}")
+            log(
+                f"{args.backend}, {workers} worker(s): {args.count:,} creates in slices of "
+                f"{args.every:,}; loadavg {loadavg()}"
+            )
             before = [rss_mib(pid) for pid in pids]
-            print(f"{'created':>9} {'creates/s':>10} {'p99 ms':>8}  worker RSS MiB (at start: "
-                  + " / ".join(f"{r:.1f}" for r in before) + ")", flush=True)
+            print(
+                f"{'created':>9} {'creates/s':>10} {'p99 ms':>8}  worker RSS MiB (at start: "
+                + " / ".join(f"{r:.1f}" for r in before)
+                + ")",
+                flush=True,
+            )
             total = 0
             while total < args.count:
                 cfg = WrkConfig(args.threads, args.connections, seconds)
@@ -92,9 +102,12 @@ def main() -> int:
                 bad = result.unexpected + result.socket_errors
                 readings.append({"created": total, "slice": result.requests, "rps": result.rps,
                                  "p99_ms": result.p99_ms, "rss_mib": rss, "unexpected": bad})  # fmt: skip
-                print(f"{total:>9,} {result.rps:>10.1f} {result.p99_ms:>8.1f}  "
-                      + " / ".join(f"{r:.1f}" for r in rss)
-                      + (f"  ({bad} not 201)" if bad else ""), flush=True)
+                print(
+                    f"{total:>9,} {result.rps:>10.1f} {result.p99_ms:>8.1f}  "
+                    + " / ".join(f"{r:.1f}" for r in rss)
+                    + (f"  ({bad} not 201)" if bad else ""),
+                    flush=True,
+                )
         finally:
             service.stop()
         first, last = readings[0], readings[-1]
@@ -102,10 +115,14 @@ def main() -> int:
         fair = [r for r in readings if int(r["slice"]) >= args.every // 2] or readings  # type: ignore[call-overload]
         growth = max(b / a for a, b in zip(first["rss_mib"], last["rss_mib"], strict=True))  # type: ignore[arg-type]
         speed = float(fair[-1]["rps"]) / float(fair[0]["rps"])  # type: ignore[arg-type]
-        print(f"* memory: last / first reading = {growth:.2f}x for the worker that grew most "
-              f"(target < {MEMORY_TARGET}x: {'MET' if growth < MEMORY_TARGET else 'MISSED'})")
-        print(f"* throughput: last slice / first slice of at least {args.every // 2:,} creates = "
-              f"{float(fair[-1]['rps']):.1f}/{float(fair[0]['rps']):.1f} = {speed:.2f}x")  # type: ignore[arg-type]
+        print(
+            f"* memory: last / first reading = {growth:.2f}x for the worker that grew most "
+            f"(target < {MEMORY_TARGET}x: {'MET' if growth < MEMORY_TARGET else 'MISSED'})"
+        )
+        print(
+            f"* throughput: last slice / first slice of at least {args.every // 2:,} creates = "
+            f"{float(fair[-1]['rps']):.1f}/{float(fair[0]['rps']):.1f} = {speed:.2f}x"
+        )  # type: ignore[arg-type]
         if args.json:
             args.json.write_text(json.dumps({"backend": args.backend, "workers": workers,
                                              "readings": readings}, indent=2))  # fmt: skip

@@ -105,7 +105,9 @@ class Receiver:
         self.watch = watch
         self.all_watched = trio.Event()
 
-    def on_request(self, method: str, target: str, headers: list[tuple[bytes, bytes]], body: bytes, at: float) -> None:
+    def on_request(
+        self, method: str, target: str, headers: list[tuple[bytes, bytes]], body: bytes, at: float
+    ) -> None:
         if method != "POST" or not target.startswith("/hooks"):
             self.not_hooks += 1
             return
@@ -131,15 +133,23 @@ class Receiver:
 # -- backlog insertion -----------------------------------------------------------------------
 
 
-def backlog_rows(template: dict[str, str], merchant_id: str, endpoint_id: str, count: int, now_us: int) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], set[str]]:
+def backlog_rows(
+    template: dict[str, str], merchant_id: str, endpoint_id: str, count: int, now_us: int
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], set[str]]:
     """Events copied from a real one (fresh event and session ids) and a pending delivery
     each, due now."""
     events, deliveries, ids = [], [], set()
     for i in range(count):
         event_id, session_id = rid("evt_"), rid("cs_test_")
-        body = template["body"].replace(template["id"], event_id).replace(template["resource_id"], session_id)
+        body = (
+            template["body"]
+            .replace(template["id"], event_id)
+            .replace(template["resource_id"], session_id)
+        )
         created = now_us - (count - i)  # distinct, oldest first, all in the past
-        events.append((event_id, merchant_id, "checkout.session.paid", session_id, 2, body, created))
+        events.append(
+            (event_id, merchant_id, "checkout.session.paid", session_id, 2, body, created)
+        )
         deliveries.append((rid("whd_"), event_id, endpoint_id, merchant_id, "pending", 0, created,
                            None, None, created, created))  # fmt: skip
         ids.add(event_id)
@@ -177,7 +187,10 @@ class SqliteStore:
         conn = self._conn()
         try:
             conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * 7)})", events)
+            conn.executemany(
+                f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * 7)})",
+                events,
+            )
             conn.executemany(
                 f"INSERT INTO deliveries ({', '.join(DELIVERY_COLUMNS)}) VALUES ({', '.join('?' * 11)})",
                 deliveries,
@@ -193,11 +206,13 @@ class SqliteStore:
         try:
             rows = conn.execute(
                 "SELECT status, attempts, COUNT(*) FROM deliveries WHERE created_at BETWEEN ? AND ?"
-                " GROUP BY status, attempts", (lo_us, hi_us),
+                " GROUP BY status, attempts",
+                (lo_us, hi_us),
             ).fetchall()
             attempts = conn.execute(
                 "SELECT COUNT(*) FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id"
-                " WHERE d.created_at BETWEEN ? AND ?", (lo_us, hi_us),
+                " WHERE d.created_at BETWEEN ? AND ?",
+                (lo_us, hi_us),
             ).fetchone()[0]
         finally:
             conn.close()
@@ -242,12 +257,14 @@ class PgStore:
         with self._connect() as conn:
             rows = conn.execute(
                 "SELECT status, attempts, COUNT(*) AS c FROM deliveries WHERE created_at BETWEEN %s AND %s"
-                " GROUP BY status, attempts", (lo_us, hi_us),
+                " GROUP BY status, attempts",
+                (lo_us, hi_us),
             ).fetchall()
             out = {f"{r['status']} after {r['attempts']} attempt(s)": r["c"] for r in rows}
             counted = conn.execute(
                 "SELECT COUNT(*) AS c FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id"
-                " WHERE d.created_at BETWEEN %s AND %s", (lo_us, hi_us),
+                " WHERE d.created_at BETWEEN %s AND %s",
+                (lo_us, hi_us),
             ).fetchone()
         out["attempt rows"] = counted["c"] if counted else 0
         return out
@@ -293,7 +310,12 @@ class Bench:
         async with trio.open_nursery() as nursery:
             await nursery.start(serve_ok, receiver.port, receiver.on_request)
             server = fgcpay_server(
-                f"fgcpay-{setup.backend}", setup.env, setup.cwd, setup.workers, self.work, args.patch
+                f"fgcpay-{setup.backend}",
+                setup.env,
+                setup.cwd,
+                setup.workers,
+                self.work,
+                args.patch,
             )
             await trio.to_thread.run_sync(server.start)
             try:
@@ -305,16 +327,22 @@ class Bench:
                 await self.drain(setup, merchant_id, endpoint["id"], receiver, result, "profile")
             nursery.cancel_scope.cancel()
 
-    async def latency(self, setup: Setup, server: Server, api_key: str, receiver: Receiver, result: dict[str, Any]) -> None:
+    async def latency(
+        self, setup: Setup, server: Server, api_key: str, receiver: Receiver, result: dict[str, Any]
+    ) -> None:
         args = self.args
         await trio.to_thread.run_sync(wait_for_quiet)
-        log(f"{setup.backend}: payment -> webhook, {args.payments} payments one at a time (+{args.warmup} warm-up)")
+        log(
+            f"{setup.backend}: payment -> webhook, {args.payments} payments one at a time (+{args.warmup} warm-up)"
+        )
         receiver.reset()
         api = Connection("127.0.0.1", server.port)
         browser = Connection("127.0.0.1", server.port)
         from_303: list[float] = []
         from_sent: list[float] = []
-        cpu = CpuWindow(server_pids=[server.proc.pid if server.proc else None], db_pid=setup.db_pid).start()
+        cpu = CpuWindow(
+            server_pids=[server.proc.pid if server.proc else None], db_pid=setup.db_pid
+        ).start()
         for i in range(args.warmup + args.payments):
             with trio.fail_after(30):
                 page = await create_session(api, api_key)
@@ -346,16 +374,27 @@ class Bench:
         self.verdicts.append(
             f"{setup.backend} {setup.workers}w payment (303) -> webhook receipt p99 = {p99:.2f} ms, p50 "
             f"{summary['from_303']['p50']:.2f} ms (target < {TARGET_LATENCY_P99_MS:.0f} ms: "
-            + ("MET" if met else f"MISSED by {p99 - TARGET_LATENCY_P99_MS:.1f} ms") + ")"
+            + ("MET" if met else f"MISSED by {p99 - TARGET_LATENCY_P99_MS:.1f} ms")
+            + ")"
         )
         log(self.verdicts[-1])
 
-    async def drain(self, setup: Setup, merchant_id: str, endpoint_id: str, receiver: Receiver, result: dict[str, Any], kind: str) -> None:
+    async def drain(
+        self,
+        setup: Setup,
+        merchant_id: str,
+        endpoint_id: str,
+        receiver: Receiver,
+        result: dict[str, Any],
+        kind: str,
+    ) -> None:
         args = self.args
         store = setup.store
         template = await trio.to_thread.run_sync(store.template)
         now_us = int(time.time() * 1_000_000)
-        events, deliveries, ids = backlog_rows(template, merchant_id, endpoint_id, args.backlog, now_us)
+        events, deliveries, ids = backlog_rows(
+            template, merchant_id, endpoint_id, args.backlog, now_us
+        )
         log(f"{setup.backend}: service stopped; inserting {len(ids):,} events + pending deliveries")
         took = time.monotonic()
         await trio.to_thread.run_sync(store.insert, events, deliveries)
@@ -363,10 +402,17 @@ class Bench:
         await trio.to_thread.run_sync(wait_for_quiet)
         receiver.reset(ids)
         server = fgcpay_server(
-            f"fgcpay-{setup.backend}-{kind}", setup.env, setup.cwd, setup.workers, self.work, args.patch
+            f"fgcpay-{setup.backend}-{kind}",
+            setup.env,
+            setup.cwd,
+            setup.workers,
+            self.work,
+            args.patch,
         )
         label = f"{setup.backend}-{kind}"
-        log(f"{setup.backend}: starting the service to drain {len(ids):,} deliveries (loadavg {loadavg()})")
+        log(
+            f"{setup.backend}: starting the service to drain {len(ids):,} deliveries (loadavg {loadavg()})"
+        )
         cpu = CpuWindow(db_pid=setup.db_pid).start()
         launched = clock()
         spies = None
@@ -374,24 +420,27 @@ class Bench:
             # The Server polls /readyz in a thread while this process keeps receiving.
             async with trio.open_nursery() as nursery:
                 ready_at: list[float] = []
+                ready = trio.Event()
 
                 async def start() -> None:
                     await trio.to_thread.run_sync(server.start)
                     ready_at.append(server.ready_at or clock())  # the first /readyz 200
+                    ready.set()
 
                 nursery.start_soon(start)
                 with trio.fail_after(args.drain_timeout):
-                    while server.proc is None:
+                    # server.proc is set by server.start in a worker thread, which has no
+                    # trio token to set an Event with: polled, under the deadline above.
+                    while server.proc is None:  # noqa: ASYNC110
                         await trio.sleep(0.001)
                     cpu.server_pids = [server.proc.pid]
                     cpu.server0 = 0.0  # a fresh process tree: all of its CPU counts
                     if kind == "profile":
-                        await trio.sleep(0)
-                        while not ready_at:
-                            await trio.sleep(0.01)
-                        spies = pyspy_start(server.worker_pids(), args.profile_seconds, self.work, label)
+                        await ready.wait()
+                        spies = pyspy_start(
+                            server.worker_pids(), args.profile_seconds, self.work, label
+                        )
                     await receiver.all_watched.wait()
-            finished = clock()
             cpu.stop()
             if spies is not None:
                 text = pyspy_finish(spies, self.work, label, None, args.profile_seconds)
@@ -440,7 +489,8 @@ class Bench:
         self.verdicts.append(
             f"{setup.backend} {setup.workers}w drain of {n:,} queued deliveries: {rate:.0f}/s from launch "
             f"({drain['middle_80_per_s']:.0f}/s steady) (target >= {TARGET_DRAIN_PER_S:.0f}/s: "
-            + ("MET" if met else f"MISSED, {TARGET_DRAIN_PER_S / rate:.1f}x short") + ")"
+            + ("MET" if met else f"MISSED, {TARGET_DRAIN_PER_S / rate:.1f}x short")
+            + ")"
         )
         log(self.verdicts[-1])
 
@@ -457,7 +507,9 @@ class Bench:
         from pg_durable import DURABLE_OPTIONS, find_pg_bin, start_durable_cluster
 
         if find_pg_bin() is None:
-            self.verdicts.append("PostgreSQL skipped: no server binaries (apt-get install -y postgresql)")
+            self.verdicts.append(
+                "PostgreSQL skipped: no server binaries (apt-get install -y postgresql)"
+            )
             log(self.verdicts[-1])
             return
         cluster = start_durable_cluster()
@@ -467,8 +519,12 @@ class Bench:
             cwd.mkdir()
             url = cluster.url("bench")
             env = fgcpay_env(url, FGCPAY_WEBHOOK_ALLOW_PRIVATE="1")
-            log(f"PostgreSQL: 127.0.0.1:{cluster.port} ({DURABLE_OPTIONS}), {self.args.pg_workers} workers")
-            setup = Setup("postgres", env, cwd, self.args.pg_workers, PgStore(url), cluster.postmaster_pid())
+            log(
+                f"PostgreSQL: 127.0.0.1:{cluster.port} ({DURABLE_OPTIONS}), {self.args.pg_workers} workers"
+            )
+            setup = Setup(
+                "postgres", env, cwd, self.args.pg_workers, PgStore(url), cluster.postmaster_pid()
+            )
             trio.run(self.run, setup)
         finally:
             cluster.stop()
@@ -477,12 +533,18 @@ class Bench:
         a = self.args
         print()
         print("=" * 100)
-        print(f"fgcpay webhook benchmark, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
-              f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {time.monotonic() - started:.0f} s total")
+        print(
+            f"fgcpay webhook benchmark, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')}, {time.monotonic() - started:.0f} s total"
+        )
         if a.patch:
-            print(f"PATCHED service (bench/patched_serve.py --patch {a.patch}): not the application as it is")
-        print(f"latency: {a.payments} payments one at a time after {a.warmup} warm-up; drain: {a.backlog:,} "
-              "queued deliveries")
+            print(
+                f"PATCHED service (bench/patched_serve.py --patch {a.patch}): not the application as it is"
+            )
+        print(
+            f"latency: {a.payments} payments one at a time after {a.warmup} warm-up; drain: {a.backlog:,} "
+            "queued deliveries"
+        )
         print()
         for backend, r in self.results.items():
             lat = r.get("latency")
@@ -490,20 +552,32 @@ class Bench:
                 print(f"{backend} ({r['workers']} worker(s)), payment -> webhook receipt, ms:")
                 print(f"  303 received -> receipt     {fmt_summary(lat['from_303'])}")
                 print(f"  confirm sent -> receipt     {fmt_summary(lat['from_sent'])}")
-                print(f"  other CPU {lat['cpu']['other_cpu_pct']:.0f}%; duplicates {lat['duplicates']}")
+                print(
+                    f"  other CPU {lat['cpu']['other_cpu_pct']:.0f}%; duplicates {lat['duplicates']}"
+                )
             d = r.get("drain")
             if d:
-                print(f"{backend} ({r['workers']} worker(s)), draining {d['backlog']:,} queued deliveries:")
-                print(f"  launch -> ready {d['launch_to_ready_s']:.2f} s, -> first receipt {d['launch_to_first_s']:.2f} s,"
-                      f" -> last receipt {d['launch_to_last_s']:.2f} s")
-                print(f"  {d['from_launch_per_s']:.0f} deliveries/s from launch, {d['from_first_per_s']:.0f}/s from"
-                      f" the first receipt, {d['middle_80_per_s']:.0f}/s over the middle 80%")
+                print(
+                    f"{backend} ({r['workers']} worker(s)), draining {d['backlog']:,} queued deliveries:"
+                )
+                print(
+                    f"  launch -> ready {d['launch_to_ready_s']:.2f} s, -> first receipt {d['launch_to_first_s']:.2f} s,"
+                    f" -> last receipt {d['launch_to_last_s']:.2f} s"
+                )
+                print(
+                    f"  {d['from_launch_per_s']:.0f} deliveries/s from launch, {d['from_first_per_s']:.0f}/s from"
+                    f" the first receipt, {d['middle_80_per_s']:.0f}/s over the middle 80%"
+                )
                 cpu = d["cpu"]
-                print(f"  server CPU {d['server_cpu_ms_per_delivery']:.2f} ms/delivery"
-                      + (f" (+pg {d['db_cpu_ms_per_delivery']:.2f})" if cpu["db_cpu_s"] else "")
-                      + f" ({cpu['server_cpu_s'] / cpu['seconds'] * 100:.0f}% of one core); receiver+driver"
-                      f" {d['driver_cpu_ms_per_delivery']:.2f} ms/delivery; other {cpu['other_cpu_pct']:.0f}%")
-                print(f"  receiver hits {d['receiver_hits']:,}, duplicates {d['duplicates']}; database: {d['database']}")
+                print(
+                    f"  server CPU {d['server_cpu_ms_per_delivery']:.2f} ms/delivery"
+                    + (f" (+pg {d['db_cpu_ms_per_delivery']:.2f})" if cpu["db_cpu_s"] else "")
+                    + f" ({cpu['server_cpu_s'] / cpu['seconds'] * 100:.0f}% of one core); receiver+driver"
+                    f" {d['driver_cpu_ms_per_delivery']:.2f} ms/delivery; other {cpu['other_cpu_pct']:.0f}%"
+                )
+                print(
+                    f"  receiver hits {d['receiver_hits']:,}, duplicates {d['duplicates']}; database: {d['database']}"
+                )
             print()
         for verdict in self.verdicts:
             print("* " + verdict)
@@ -514,7 +588,9 @@ class Bench:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--payments", type=int, default=300, help="payments timed one at a time")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--backlog", type=int, default=10_000, help="queued deliveries to drain")
@@ -522,13 +598,20 @@ def main() -> int:
     parser.add_argument("--pg", action="store_true", help="also PostgreSQL (durable cluster)")
     parser.add_argument("--pg-only", action="store_true")
     parser.add_argument("--pg-workers", type=int, default=2)
-    parser.add_argument("--profile", choices=("auto", "always", "never"), default="auto",
-                        help="py-spy a second drain when the drain target is missed (auto), always, or never")
+    parser.add_argument(
+        "--profile",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="py-spy a second drain when the drain target is missed (auto), always, or never",
+    )
     parser.add_argument("--profile-seconds", type=int, default=10)
     parser.add_argument("--quiet-wait", type=float, default=30.0)
     parser.add_argument("--tests-wait", type=float, default=600.0)
-    parser.add_argument("--patch", help="start the service through bench/patched_serve.py with these "
-                        "patches (comma-separated; A/B of suggested app changes, 1 worker)")
+    parser.add_argument(
+        "--patch",
+        help="start the service through bench/patched_serve.py with these "
+        "patches (comma-separated; A/B of suggested app changes, 1 worker)",
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()

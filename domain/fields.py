@@ -370,5 +370,3 @@ def once(values: Any) -> str:
     if isinstance(values, list):
         raise fail("Give this parameter once.")
     return str(values)
-
-

@@ -79,8 +79,4 @@ def api_key_hash(raw_key: str) -> str:
 def looks_like_id(value: str, prefix: str, length: int) -> bool:
     """True when `value` has the shape of an identifier, so junk never reaches a query."""
     body = value[len(prefix) :]
-    return (
-        value.startswith(prefix)
-        and len(body) == length
-        and all(ch in BASE62 for ch in body)
-    )
+    return value.startswith(prefix) and len(body) == length and all(ch in BASE62 for ch in body)

@@ -46,10 +46,12 @@ def parse_fgc(value: object) -> int:
     time linear in the length (the body limit bounds it), converting at most 9 digits.
     """
     if not isinstance(value, str):
-        raise AmountError("must be a decimal string such as \"10.50\", not a JSON number")
+        raise AmountError('must be a decimal string such as "10.50", not a JSON number')
     match = _AMOUNT.fullmatch(value)
     if not match:
-        raise AmountError("must be a decimal string of digits with an optional fraction, such as \"10.50\"")
+        raise AmountError(
+            'must be a decimal string of digits with an optional fraction, such as "10.50"'
+        )
     whole = match.group(1).lstrip("0")
     fraction = (match.group(2) or "").rstrip("0")
     if len(fraction) > 2:
@@ -62,9 +64,9 @@ def parse_fgc(value: object) -> int:
 def parse_minor(value: object) -> int:
     """`"1050"` -> 1050: the deprecated integer-of-minor-units form (exact, like `parse_fgc`)."""
     if not isinstance(value, str):
-        raise AmountError("must be an integer string such as \"1050\", not a JSON number")
+        raise AmountError('must be an integer string such as "1050", not a JSON number')
     if not _MINOR.fullmatch(value):
-        raise AmountError("must be a string of digits (minor units), such as \"1050\"")
+        raise AmountError('must be a string of digits (minor units), such as "1050"')
     digits = value.lstrip("0")
     if len(digits) > len(str(MAX_MINOR)):
         raise AmountError("must be at most 100000000 (1000000.00 FGC)")

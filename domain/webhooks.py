@@ -60,7 +60,9 @@ def new_secret() -> str:
 
 
 def _standard_key(secret: str) -> bytes:
-    return base64.b64decode(secret[len(SECRET_PREFIX) :] if secret.startswith(SECRET_PREFIX) else secret)
+    return base64.b64decode(
+        secret[len(SECRET_PREFIX) :] if secret.startswith(SECRET_PREFIX) else secret
+    )
 
 
 def service_signature(secret: str, timestamp: int, body: bytes) -> str:
@@ -74,10 +76,14 @@ def standard_signature(secret: str, msg_id: str, timestamp: int, body: bytes) ->
     """Standard Webhooks: base64 HMAC-SHA256 keyed with the base64-decoded secret over
     `"<msg_id>.<timestamp>.<body>"`."""
     message = f"{msg_id}.{timestamp}.".encode() + body
-    return base64.b64encode(hmac.new(_standard_key(secret), message, hashlib.sha256).digest()).decode()
+    return base64.b64encode(
+        hmac.new(_standard_key(secret), message, hashlib.sha256).digest()
+    ).decode()
 
 
-def signed_headers(event_id: str, body: bytes, timestamp: int, signing_secrets: list[str]) -> dict[str, str]:
+def signed_headers(
+    event_id: str, body: bytes, timestamp: int, signing_secrets: list[str]
+) -> dict[str, str]:
     """Every header of one delivery attempt; `signing_secrets` is [old, new] during a rotation."""
     return {
         "Content-Type": "application/json",
@@ -90,12 +96,20 @@ def signed_headers(event_id: str, body: bytes, timestamp: int, signing_secrets: 
         "webhook-id": event_id,
         "webhook-timestamp": str(timestamp),
         "webhook-signature": " ".join(
-            f"v1,{standard_signature(secret, event_id, timestamp, body)}" for secret in signing_secrets
+            f"v1,{standard_signature(secret, event_id, timestamp, body)}"
+            for secret in signing_secrets
         ),
     }
 
 
-def verify(body: bytes, headers: Mapping[str, str], secret: str, *, now: int, tolerance: int = TOLERANCE_SECONDS) -> None:
+def verify(
+    body: bytes,
+    headers: Mapping[str, str],
+    secret: str,
+    *,
+    now: int,
+    tolerance: int = TOLERANCE_SECONDS,
+) -> None:
     """Verify a delivery with either header family; raise `WebhookVerificationError`.
 
     `headers` is matched case-insensitively. The timestamp must be within `tolerance`
@@ -106,11 +120,17 @@ def verify(body: bytes, headers: Mapping[str, str], secret: str, *, now: int, to
         raw_ts = lowered.get("service-timestamp", "")
         timestamp = _fresh(raw_ts, now, tolerance)
         expected = service_signature(secret, timestamp, body)
-        offered = [part.strip()[3:] for part in lowered["service-signature"].split(",") if part.strip().startswith("v1=")]
+        offered = [
+            part.strip()[3:]
+            for part in lowered["service-signature"].split(",")
+            if part.strip().startswith("v1=")
+        ]
     elif "webhook-signature" in lowered:
         timestamp = _fresh(lowered.get("webhook-timestamp", ""), now, tolerance)
         expected = standard_signature(secret, lowered.get("webhook-id", ""), timestamp, body)
-        offered = [part[3:] for part in lowered["webhook-signature"].split() if part.startswith("v1,")]
+        offered = [
+            part[3:] for part in lowered["webhook-signature"].split() if part.startswith("v1,")
+        ]
     else:
         raise WebhookVerificationError("no signature header")
     if not any(hmac.compare_digest(expected, candidate) for candidate in offered):
@@ -126,7 +146,9 @@ def _fresh(raw: str, now: int, tolerance: int) -> int:
     return timestamp
 
 
-def retry_delay(attempts_made: int, retry_after: int | None, rng: random.Random | None = None) -> float | None:
+def retry_delay(
+    attempts_made: int, retry_after: int | None, rng: random.Random | None = None
+) -> float | None:
     """Seconds until the next attempt after `attempts_made` failures, or None when done.
 
     Exponential-ish schedule with +/-10% jitter; a `Retry-After` (429/503) is honoured as

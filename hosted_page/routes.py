@@ -24,7 +24,11 @@ blueprint = Blueprint(
 
 
 async def _render(
-    template: str, context: dict[str, Any], status: int = 200, *, nonce: str | None = None,
+    template: str,
+    context: dict[str, Any],
+    status: int = 200,
+    *,
+    nonce: str | None = None,
     success_url: str | None = None,
 ) -> Response:
     service = current_service()

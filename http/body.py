@@ -76,7 +76,9 @@ def is_json_content_type(value: str | None) -> bool:
     if not value:
         return False
     media = value.split(";", 1)[0].strip().lower()
-    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
 
 
 async def json_object(*, allow_empty: bool = False) -> dict[str, Any]:

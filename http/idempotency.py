@@ -163,7 +163,7 @@ def _idempotent(
                         idempotency_rows.complete,
                         claimed.completion(
                             response.status_code, stored_headers(response.headers), str(body)
-                        )
+                        ),
                     )
                     claimed.recorded = True
             return response

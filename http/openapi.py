@@ -197,20 +197,22 @@ def build(app: QuartTrio) -> dict[str, Any]:
     for op in operations:  # a query model is shown as its parameters only
         if op.query is not None:
             components.pop(schemas[_key(op.query)]["$ref"].rsplit("/", 1)[1], None)
-    doc: dict[str, Any] = _references({
-        "openapi": "3.1.0",
-        "info": parts.INFO,
-        "servers": [{"url": API_PREFIX}],
-        "security": [{parts.SECURITY_SCHEME: []}],
-        "paths": paths,
-        "components": {
-            "securitySchemes": parts.SECURITY_SCHEMES,
-            "headers": parts.HEADERS,
-            "parameters": {"IdempotencyKey": parts.IDEMPOTENCY_KEY},
-            "schemas": dict(sorted(components.items())),
-            "responses": parts.error_responses(),
-        },
-    })
+    doc: dict[str, Any] = _references(
+        {
+            "openapi": "3.1.0",
+            "info": parts.INFO,
+            "servers": [{"url": API_PREFIX}],
+            "security": [{parts.SECURITY_SCHEME: []}],
+            "paths": paths,
+            "components": {
+                "securitySchemes": parts.SECURITY_SCHEMES,
+                "headers": parts.HEADERS,
+                "parameters": {"IdempotencyKey": parts.IDEMPOTENCY_KEY},
+                "schemas": dict(sorted(components.items())),
+                "responses": parts.error_responses(),
+            },
+        }
+    )
     return doc
 
 

@@ -33,7 +33,9 @@ EVENTS = "Events"
 @idempotent_secret
 async def create_webhook_endpoint() -> Response:
     parsed = webhooks.parse_endpoint(await json_object())
-    endpoint, secret = await current_service().webhook_endpoints.create(principal().merchant.id, parsed)
+    endpoint, secret = await current_service().webhook_endpoints.create(
+        principal().merchant.id, parsed
+    )
     return json_response(endpoints.to_json(endpoint, secret), 201)
 
 

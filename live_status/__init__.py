@@ -5,5 +5,9 @@ from ._follow import follow_status_changes, publish_status, republish_statuses
 from ._hub import StatusHub, Subscription
 
 __all__ = [
-    "StatusHub", "Subscription", "follow_status_changes", "publish_status", "republish_statuses",
+    "StatusHub",
+    "Subscription",
+    "follow_status_changes",
+    "publish_status",
+    "republish_statuses",
 ]

@@ -67,8 +67,6 @@ class SqliteTx:
         return self._conn.execute(sql, args).rowcount
 
 
-
-
 def sqlite_path(database_url: str) -> str:
     """`sqlite:///relative.db`, `sqlite:////abs/path.db` or `sqlite:///:memory:`."""
     if not database_url.startswith("sqlite:///"):

@@ -147,7 +147,9 @@ class GroupThread:
                 job.error = closed
                 self._wake([job])
 
-    async def submit(self, fn: RepoFn[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    async def submit(
+        self, fn: RepoFn[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         if self._thread is None:
             raise StorageError("the database is closed")
         job = Job(fn, args, kwargs, trio.lowlevel.current_trio_token())

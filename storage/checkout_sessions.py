@@ -105,9 +105,7 @@ def due_for_expiry(tx: Tx, now_us: int, limit: int) -> list[str]:
 
 
 def next_expiry(tx: Tx) -> int | None:
-    value = tx.fetchval(
-        f"SELECT MIN(expires_at) FROM checkout_sessions WHERE {_EXPIRABLE}"
-    )
+    value = tx.fetchval(f"SELECT MIN(expires_at) FROM checkout_sessions WHERE {_EXPIRABLE}")
     return None if value is None else int(value)
 
 
@@ -138,9 +136,7 @@ def notify_status(tx: Tx, resource_id: str, status: str) -> None:
         tx.execute(f"SELECT pg_notify('{STATUS_CHANNEL}', ?)", f"{resource_id}:{status}")
 
 
-def pay(
-    tx: Tx, session: CheckoutSession, payment: Transaction, now_us: int, event: Event
-) -> bool:
+def pay(tx: Tx, session: CheckoutSession, payment: Transaction, now_us: int, event: Event) -> bool:
     """Compare-and-set the `pay` transition (`created` -> `paid`), and with it the test
     transaction, the event and its outbox deliveries: one transaction, so a crash never
     loses a webhook.

@@ -63,7 +63,9 @@ def claim(tx: Tx, scope: Scope, request_hash: str, owner: str, now_us: int) -> C
             headers=json.loads(row["response_headers"]),
             body=row["response_body"],
         )
-    return Claim(owned=False, state=row["state"], request_hash=row["request_hash"], response=response)
+    return Claim(
+        owned=False, state=row["state"], request_hash=row["request_hash"], response=response
+    )
 
 
 def complete(tx: Tx, completion: Completion) -> None:

@@ -24,9 +24,14 @@ def for_checkout_session(tx: Tx, session_id: str) -> list[Transaction]:
     )
     return [
         Transaction(
-            id=r["id"], merchant_id=r["merchant_id"], kind=r["kind"],
-            checkout_session_id=r["checkout_session_id"], customer_code=r["customer_code"],
-            amount_minor=r["amount_minor"], currency=r["currency"], mode=r["mode"],
+            id=r["id"],
+            merchant_id=r["merchant_id"],
+            kind=r["kind"],
+            checkout_session_id=r["checkout_session_id"],
+            customer_code=r["customer_code"],
+            amount_minor=r["amount_minor"],
+            currency=r["currency"],
+            mode=r["mode"],
             created_at=r["created_at"],
         )  # fmt: skip
         for r in rows

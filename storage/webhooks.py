@@ -388,8 +388,13 @@ def deliveries_of_event(tx: Tx, event_id: str) -> list[DeliveryView]:
     )
     return [
         DeliveryView(
-            id=r["id"], endpoint_id=r["endpoint_id"], status=r["status"], attempts=r["attempts"],
-            next_attempt_at=r["next_attempt_at"], last_status=r["last_status"], last_error=r["last_error"],
+            id=r["id"],
+            endpoint_id=r["endpoint_id"],
+            status=r["status"],
+            attempts=r["attempts"],
+            next_attempt_at=r["next_attempt_at"],
+            last_status=r["last_status"],
+            last_error=r["last_error"],
         )  # fmt: skip
         for r in rows
     ]
@@ -419,15 +424,23 @@ def _with_attempts(tx: Tx, rows: Sequence[Row]) -> list[Delivery]:
         for a in found:
             attempts[a["delivery_id"]].append(
                 DeliveryAttempt(
-                    at=a["attempted_at"], status_code=a["response_status"],
-                    latency_ms=a["latency_ms"], error=a["error"], response_body=a["response_body"],
+                    at=a["attempted_at"],
+                    status_code=a["response_status"],
+                    latency_ms=a["latency_ms"],
+                    error=a["error"],
+                    response_body=a["response_body"],
                 )  # fmt: skip
             )
     return [
         Delivery(
-            id=r["id"], merchant_id=r["merchant_id"], event_id=r["event_id"],
-            event_type=r["event_type"], endpoint_id=r["endpoint_id"], status=r["status"],
-            next_attempt_at=r["next_attempt_at"], created_at=r["created_at"],
+            id=r["id"],
+            merchant_id=r["merchant_id"],
+            event_id=r["event_id"],
+            event_type=r["event_type"],
+            endpoint_id=r["endpoint_id"],
+            status=r["status"],
+            next_attempt_at=r["next_attempt_at"],
+            created_at=r["created_at"],
             attempts=tuple(attempts[r["id"]]),
         )  # fmt: skip
         for r in rows

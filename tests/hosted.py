@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 from html import unescape
+from typing import Any
 
 import httpx
-from conftest import MerchantClient, Server
-from test_checkout_sessions import create
+from helpers import MerchantClient, Server, create
 
 TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 MESSAGE = re.compile(r'data-testid="message">([^<]+)<')
@@ -31,7 +31,9 @@ class Customer:
     async def open(self, session_id: str) -> httpx.Response:
         return await self.client.get(f"/checkout/{session_id}")
 
-    async def pay(self, session_id: str, code: str = "TEST-0001", pin: str = "1234") -> httpx.Response:
+    async def pay(
+        self, session_id: str, code: str = "TEST-0001", pin: str = "1234"
+    ) -> httpx.Response:
         page = await self.open(session_id)
         token = TOKEN.search(page.text)
         assert token, page.text
@@ -55,6 +57,17 @@ def page_status(response: httpx.Response) -> str:
     return found.group(1)
 
 
-async def new_session(server: Server, **overrides: object) -> tuple[MerchantClient, dict[str, object]]:
+async def new_session(
+    server: Server, **overrides: object
+) -> tuple[MerchantClient, dict[str, object]]:
     merchant = await server.merchant("Acme Coffee")
     return merchant, await create(merchant, **overrides)
+
+
+async def paid_session(server: Server, merchant: MerchantClient) -> dict[str, Any]:
+    """A checkout session of `merchant`'s, paid on the hosted page as TEST-0001."""
+    session = await create(merchant)
+    customer = Customer(server)
+    assert (await customer.pay(session["id"])).status_code == 303
+    await customer.close()
+    return session

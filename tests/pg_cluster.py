@@ -27,7 +27,11 @@ def find_pg_bin() -> Path | None:
     if on_path:
         candidates.append(str(Path(os.path.realpath(on_path)).parent))
     for candidate in candidates:
-        if candidate and (Path(candidate) / "initdb").exists() and (Path(candidate) / "pg_ctl").exists():
+        if (
+            candidate
+            and (Path(candidate) / "initdb").exists()
+            and (Path(candidate) / "pg_ctl").exists()
+        ):
             return Path(candidate)
     return None
 
@@ -63,8 +67,10 @@ class PgCluster:
     def start(self) -> None:
         self._run(
             str(self.bin_dir / "initdb"),
-            "-D", str(self.data_dir),
-            "-U", "fgcpay",
+            "-D",
+            str(self.data_dir),
+            "-U",
+            "fgcpay",
             "--auth=trust",
             "--encoding=UTF8",
             "--no-sync",
@@ -82,15 +88,29 @@ class PgCluster:
         )
         self._run(
             str(self.bin_dir / "pg_ctl"),
-            "-D", str(self.data_dir),
-            "-o", options,
-            "-l", str(self.root / "server.log"),
-            "-w", "-t", "60",
+            "-D",
+            str(self.data_dir),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "server.log"),
+            "-w",
+            "-t",
+            "60",
             "start",
         )
 
     def psql(self, sql: str, database: str = "postgres") -> None:
-        self._run(str(self.bin_dir / "psql"), "-q", "-v", "ON_ERROR_STOP=1", "-d", self.url(database), "-c", sql)
+        self._run(
+            str(self.bin_dir / "psql"),
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-d",
+            self.url(database),
+            "-c",
+            sql,
+        )
 
     def stop_server(self) -> None:
         """Stop PostgreSQL as an outage would, keeping its data (`start_server` resumes)."""
@@ -99,7 +119,15 @@ class PgCluster:
 
     def stop(self) -> None:
         subprocess.run(
-            self._cmd(str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "immediate", "-w", "stop"),
+            self._cmd(
+                str(self.bin_dir / "pg_ctl"),
+                "-D",
+                str(self.data_dir),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ),
             capture_output=True,
             timeout=60,
         )

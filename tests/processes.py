@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import httpx
 import trio
+from helpers import wait_ready
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
 # The shortest lease the settings accept (twice the 10 s attempt deadline): a delivery
@@ -67,7 +67,8 @@ class ServiceProcess:
         done = await trio.run_process(
             [*FGCPAY, *args], cwd=self.cwd, env=self.env(), capture_stdout=True
         )
-        return json.loads(done.stdout)  # type: ignore[no-any-return]
+        said: dict[str, Any] = json.loads(done.stdout)
+        return said
 
     async def start(self) -> None:
         """Start serving and return once `/readyz` answers 200 (30 s at most)."""
@@ -76,17 +77,13 @@ class ServiceProcess:
                 [*FGCPAY, "serve", "--port", str(self.port), "--workers", str(self.workers)],
                 cwd=self.cwd, env=self.env(), stdout=sink, stderr=sink,
             )  # fmt: skip
-        async with httpx.AsyncClient() as client:
-            with trio.fail_after(30):
-                while True:
-                    assert self.process.poll() is None, self.log.read_text()
-                    try:
-                        if (await client.get(self.url + "/readyz")).status_code == 200:
-                            return
-                    except httpx.TransportError:
-                        pass
-                    # Another process: polling its readiness is the only way to know.
-                    await trio.sleep(0.05)
+        process = self.process
+
+        def alive() -> None:
+            assert process.poll() is None, self.log.read_text()
+
+        # Another process: polling its readiness is the only way to know.
+        await wait_ready(self.url, within=30, alive=alive)
 
     async def stop(self, signum: int = signal.SIGTERM) -> int:
         """Send `signum` and wait (15 s at most) for the exit status."""

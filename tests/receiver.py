@@ -3,6 +3,7 @@ answering as each test scripts it, and recording what arrived."""
 
 from __future__ import annotations
 
+import math
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +13,10 @@ import trio
 from hypercorn.config import Config
 from quart import Response, request
 from quart_trio import QuartTrio
+from trio.testing import MockClock
+
+# Longer than any real-time wait for a delivery in the tests (a 20 s lease, then a retry).
+REAL_TIME_LIMIT = 120.0
 
 
 @attrs.frozen
@@ -31,10 +36,22 @@ class Receiver:
     stop: trio.Event = attrs.field(factory=trio.Event)
 
     async def wait_for(self, count: int) -> list[Received]:
-        """Wait until `count` deliveries have arrived."""
-        while len(self.received) < count:
-            await self._arrived.wait()
-        return self.received
+        """Wait until `count` deliveries have arrived.
+
+        On the real clock for REAL_TIME_LIMIT seconds at most: a delivery that never comes
+        fails the test rather than hanging it. On a MockClock the scenario's own timers set
+        the pace (retries days apart), so no limit is imposed here.
+        """
+        limit = (
+            math.inf if isinstance(trio.lowlevel.current_clock(), MockClock) else REAL_TIME_LIMIT
+        )
+        with trio.move_on_after(limit):
+            while len(self.received) < count:
+                await self._arrived.wait()
+            return self.received
+        raise AssertionError(
+            f"not within {limit:g} s: {count} deliveries ({len(self.received)} came)"
+        )
 
     def _note(self, item: Received) -> None:
         self.received.append(item)
@@ -62,7 +79,7 @@ async def start_receiver(nursery: trio.Nursery, sock: socket.socket | None = Non
 
     @app.post("/hooks")
     async def hooks() -> Response:
-        body = await request.get_data()
+        body = await request.get_data(cache=True, as_text=False, parse_form_data=False)
         number = len(receiver.received)
         headers = {key.lower(): value for key, value in request.headers.items()}
         receiver._note(Received(body, headers, trio.current_time()))

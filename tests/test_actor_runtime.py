@@ -79,7 +79,9 @@ def counter(host: ActorHost) -> Counter:
     return behaviour
 
 
-async def test_activation_on_demand_and_serialized_handling(host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock) -> None:
+async def test_activation_on_demand_and_serialized_handling(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
     assert host.live == 0
     async with trio.open_nursery() as nursery:
         for _ in range(50):
@@ -89,7 +91,9 @@ async def test_activation_on_demand_and_serialized_handling(host: ActorHost, cou
     assert counter.activations == 1 and host.live == 1
 
 
-async def test_a_refusal_answers_the_asker_and_keeps_the_actor(host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock) -> None:
+async def test_a_refusal_answers_the_asker_and_keeps_the_actor(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
     await host.ask("counter", "a", Add(2))
     with pytest.raises(errors.ValidationFailed):
         await host.ask("counter", "a", Add(-1))
@@ -97,7 +101,9 @@ async def test_a_refusal_answers_the_asker_and_keeps_the_actor(host: ActorHost, 
     assert counter.activations == 1  # not restarted
 
 
-async def test_idle_actor_passivates_and_reactivates_from_storage(host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock) -> None:
+async def test_idle_actor_passivates_and_reactivates_from_storage(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
     await host.ask("counter", "a", Add(5))
     assert host.live == 1
     await trio.sleep(IDLE + 1)
@@ -128,7 +134,9 @@ async def test_messages_racing_passivation_are_delivered_exactly_once(
     assert counter.activations > 1, "the actor never passivated during the test"
 
 
-async def test_a_crash_restarts_from_storage_and_answers_503(host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock) -> None:
+async def test_a_crash_restarts_from_storage_and_answers_503(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
     await host.ask("counter", "a", Add(3))
     with pytest.raises(errors.Unavailable):
         await host.ask("counter", "a", Boom())
@@ -148,12 +156,16 @@ async def test_repeated_crashes_retire_the_actor_and_a_later_message_starts_fres
     assert counter.activations == 4  # three runs that crashed, then a fresh start
 
 
-async def test_ask_times_out_with_503(host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock) -> None:
+async def test_ask_times_out_with_503(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
     with pytest.raises(errors.Unavailable):
         await host.ask("counter", "slow", Hang())
 
 
-async def test_memory_stays_bounded_after_touching_many_ids(host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock) -> None:
+async def test_memory_stays_bounded_after_touching_many_ids(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
     for n in range(5000):
         await host.tell("counter", f"id{n}", Add(1))
     await trio.testing.wait_all_tasks_blocked()
@@ -191,7 +203,9 @@ async def test_shutdown_cancels_every_actor(autojump_clock: trio.testing.MockClo
         await host.ask("counter", "late", Add(1))
 
 
-async def test_unknown_kind_is_a_programming_error(host: ActorHost, autojump_clock: trio.testing.MockClock) -> None:
+async def test_unknown_kind_is_a_programming_error(
+    host: ActorHost, autojump_clock: trio.testing.MockClock
+) -> None:
     with pytest.raises(LookupError):
         await host.ask("nope", "x", Add(1))
 

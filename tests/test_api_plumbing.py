@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import Server
 from fgcpay.domain import ids
 from fgcpay.storage import merchants
+from helpers import Server
 
 API_ERROR_FIELDS = {"code", "message", "details", "request_id"}
 
@@ -45,7 +45,9 @@ async def test_a_valid_key_authenticates(server: Server) -> None:
     ],
 )
 async def test_bad_keys_get_401(server: Server, authorization: str | bytes | None) -> None:
-    headers = {} if authorization is None else {"Authorization": authorization}
+    # Bytes on the wire, as httpx would encode a str value (ASCII), so one header type fits both.
+    raw = authorization.encode("ascii") if isinstance(authorization, str) else authorization
+    headers = {} if raw is None else {b"Authorization": raw}
     response = await server.client.get("/checkout/sessions", headers=headers)
     assert_api_error(response, 401, "invalid_api_key")
     assert response.headers["WWW-Authenticate"].startswith("Bearer")

@@ -6,51 +6,23 @@ while the service runs on trio in this one. Screenshots land in tests/artifacts/
 
 from __future__ import annotations
 
-import os
-import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 import trio
 import trio.testing
-from conftest import Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
+from helpers import WAIT_MS, Server, browser, fill_and_pay, in_browser, screenshot, start_server
 from hosted import new_session
 
-CHROMIUM = os.environ.get("FGCPAY_CHROMIUM", "/usr/bin/chromium")
-ARTIFACTS = Path(__file__).parent / "artifacts"
-LAUNCH_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-]  # fmt: skip
-WAIT_MS = 15_000
-
-
-def _browser_missing() -> str | None:
-    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        return f"no chromium at {CHROMIUM} (apt-get install chromium)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install playwright)"
-    return None
-
-
-@pytest.fixture(autouse=True)
-def _need_browser() -> None:
-    missing = _browser_missing()
-    if missing:
-        if os.environ.get("FGCPAY_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"the browser tests must run here, but {missing}")
-        pytest.skip(missing)
+# Skips (or, in CI, fails) every test here without chromium.
+pytestmark = pytest.mark.usefixtures("need_browser")
 
 
 class _Shop(BaseHTTPRequestHandler):
@@ -78,47 +50,6 @@ def shop() -> Iterator[str]:
     finally:
         httpd.shutdown()
         httpd.server_close()
-
-
-@contextmanager
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        try:
-            yield instance
-        finally:
-            instance.close()
-
-
-def screenshot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
-
-async def in_browser(scenario: Callable[[], None]) -> None:
-    """Run `scenario` in a plain thread and wait for it (Playwright's sync API runs its
-    own asyncio loop, which must not be the trio thread)."""
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            scenario()
-        except BaseException as error:  # handed to the test below
-            failure.append(error)
-
-    thread = threading.Thread(target=run, name="browser", daemon=True)
-    thread.start()
-    await trio.to_thread.run_sync(thread.join)
-    if failure:
-        raise failure[0]
-
-
-def fill_and_pay(page: Any, code: str, pin: str) -> None:
-    page.get_by_label("Customer code").fill(code)
-    page.get_by_label("PIN").fill(pin)
-    page.get_by_role("button", name="Pay").click()
 
 
 async def test_paying_as_test_0001_lands_on_the_success_url(server: Server, shop: str) -> None:
@@ -193,7 +124,9 @@ async def test_expiry_turns_the_open_page_expired(
     nursery: trio.Nursery, settings: Settings, manual_clock: trio.testing.MockClock
 ) -> None:
     clock = manual_clock
-    server = await start_server(nursery, attrs.evolve(settings, checkout_ttl_seconds=600), clock=TrioClock())
+    server = await start_server(
+        nursery, attrs.evolve(settings, checkout_ttl_seconds=600), clock=TrioClock()
+    )
     _, session = await new_session(server)
     page_open = threading.Event()
     jumped = threading.Event()

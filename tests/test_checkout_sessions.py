@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import trio
-from conftest import MerchantClient, Server
+from helpers import Server, create, valid_body
 
 SPEC_FIELDS = {
     "id", "object", "mode", "status", "currency", "amount_minor", "amount_fgc", "eur_cents",
@@ -16,24 +16,6 @@ SPEC_FIELDS = {
     "description", "success_url", "cancel_url", "external_reference", "expires_at",
     "created_at", "updated_at",
 }  # fmt: skip
-
-
-def valid_body(**overrides: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "amount_fgc": "12.50",
-        "currency": "FGC",
-        "description": "Two flat whites",
-        "success_url": "https://shop.example/thanks?order=42",
-        "cancel_url": "https://shop.example/cart",
-    }
-    body.update(overrides)
-    return {k: v for k, v in body.items() if v is not ...}
-
-
-async def create(merchant: MerchantClient, **overrides: Any) -> dict[str, Any]:
-    response = await merchant.post("/checkout/sessions", json=valid_body(**overrides))
-    assert response.status_code == 201, response.text
-    return response.json()  # type: ignore[no-any-return]
 
 
 def parse_time(value: str) -> datetime:
@@ -55,8 +37,15 @@ async def test_create_returns_every_field(server: Server) -> None:
     assert session["checkout_session_id"] == session["id"]
     assert session["object"] == "checkout_session"
     assert (session["mode"], session["status"], session["currency"]) == ("test", "created", "FGC")
-    assert (session["amount_fgc"], session["amount_minor"], session["eur_cents"]) == ("12.50", "1250", "1250")
-    assert session["checkout_url"] == f"{server.running.service.settings.public_url}/checkout/{session['id']}"
+    assert (session["amount_fgc"], session["amount_minor"], session["eur_cents"]) == (
+        "12.50",
+        "1250",
+        "1250",
+    )
+    assert (
+        session["checkout_url"]
+        == f"{server.running.service.settings.public_url}/checkout/{session['id']}"
+    )
     assert session["metadata"] == {"order": 42, "gift": True}
     assert session["paid_at"] is None
     created = parse_time(session["created_at"])
@@ -77,7 +66,9 @@ async def test_optional_fields_are_null_when_absent(server: Server) -> None:
     [("10", "10.00", "1000"), ("10.5", "10.50", "1050"), ("10.50", "10.50", "1050"),
      ("0.01", "0.01", "1"), ("10.500", "10.50", "1050"), ("1000000.00", "1000000.00", "100000000")],
 )  # fmt: skip
-async def test_amounts_are_normalized(server: Server, given: str, normalized: str, minor: str) -> None:
+async def test_amounts_are_normalized(
+    server: Server, given: str, normalized: str, minor: str
+) -> None:
     session = await create(await server.merchant(), amount_fgc=given)
     assert (session["amount_fgc"], session["amount_minor"]) == (normalized, minor)
 
@@ -107,7 +98,9 @@ async def test_amount_minor_that_agrees_is_accepted_with_deprecation_header(serv
 
 
 @pytest.mark.parametrize("minor", ["1251", "12.50", 1250, "-1250", "0"])
-async def test_amount_minor_that_disagrees_or_is_malformed_is_400(server: Server, minor: Any) -> None:
+async def test_amount_minor_that_disagrees_or_is_malformed_is_400(
+    server: Server, minor: Any
+) -> None:
     merchant = await server.merchant()
     response = await merchant.post("/checkout/sessions", json=valid_body(amount_minor=minor))
     assert response.status_code == 400
@@ -118,7 +111,7 @@ async def test_eur_cents_follow_the_configured_rate(nursery: trio.Nursery, setti
     from decimal import Decimal
 
     import attrs
-    from conftest import start_server
+    from helpers import start_server
 
     srv = await start_server(nursery, attrs.evolve(settings, eur_cents_per_fgc=Decimal("1.234")))
     try:
@@ -161,7 +154,8 @@ async def test_each_invalid_field_is_named(server: Server, field: str, value: An
 async def test_all_errors_come_in_one_answer(server: Server) -> None:
     merchant = await server.merchant()
     response = await merchant.post(
-        "/checkout/sessions", json={"amount_fgc": 1, "currency": "EUR", "success_url": "x", "extra": 1}
+        "/checkout/sessions",
+        json={"amount_fgc": 1, "currency": "EUR", "success_url": "x", "extra": 1},
     )
     fields = {d["field"] for d in response.json()["details"]}
     assert fields == {"amount_fgc", "currency", "description", "success_url", "cancel_url", "extra"}
@@ -247,7 +241,9 @@ async def test_list_envelope_order_and_limit(server: Server) -> None:
     newest_first = sorted(made, key=lambda s: (s["created_at"], s["id"]), reverse=True)
     assert [s["id"] for s in page["data"]] == [s["id"] for s in newest_first[:20]]
     assert page["next_cursor"] == page["data"][-1]["id"]
-    rest = (await merchant.get("/checkout/sessions", params={"starting_after": page["next_cursor"]})).json()
+    rest = (
+        await merchant.get("/checkout/sessions", params={"starting_after": page["next_cursor"]})
+    ).json()
     assert [s["id"] for s in rest["data"]] == [s["id"] for s in newest_first[20:]]
     assert rest["has_more"] is False and rest["next_cursor"] is None
     exact = (await merchant.get("/checkout/sessions", params={"limit": 100})).json()
@@ -270,8 +266,15 @@ async def test_bad_list_queries_are_400(server: Server, query: str) -> None:
 async def test_status_filter(server: Server) -> None:
     merchant = await server.merchant()
     session = await create(merchant)
-    assert [s["id"] for s in (await merchant.get("/checkout/sessions", params={"status": "created"})).json()["data"]] == [session["id"]]
-    assert (await merchant.get("/checkout/sessions", params={"status": "paid"})).json()["data"] == []
+    assert [
+        s["id"]
+        for s in (await merchant.get("/checkout/sessions", params={"status": "created"})).json()[
+            "data"
+        ]
+    ] == [session["id"]]
+    assert (await merchant.get("/checkout/sessions", params={"status": "paid"})).json()[
+        "data"
+    ] == []
 
 
 async def test_pages_never_repeat_or_skip_while_sessions_are_created(server: Server) -> None:
@@ -302,7 +305,9 @@ async def test_pages_never_repeat_or_skip_while_sessions_are_created(server: Ser
 
 async def test_json_bodies_are_utf8_and_round_trip(server: Server) -> None:
     merchant = await server.merchant()
-    session = await create(merchant, description="Café ☕ — 2 × espresso", metadata={"note": "ünïcödé"})
+    session = await create(
+        merchant, description="Café ☕ — 2 × espresso", metadata={"note": "ünïcödé"}
+    )
     again = (await merchant.get(f"/checkout/sessions/{session['id']}")).json()
     assert again["description"] == "Café ☕ — 2 × espresso"
     assert json.dumps(again["metadata"], ensure_ascii=False) == '{"note": "ünïcödé"}'

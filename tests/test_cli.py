@@ -12,13 +12,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
+from helpers import wait_ready_blocking
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
 SECRET = "s" * 40
@@ -89,27 +89,25 @@ def _merchant(cwd: Path, database_url: str, email: str = "owner@acme.test") -> t
 class _Service:
     """`fgcpay serve` in its own process, on a free port."""
 
-    def __init__(self, cwd: Path, database_url: str, *args: str, **extra: str) -> None:
+    def __init__(self, cwd: Path, database_url: str | None, *args: str, **extra: str) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
             [*FGCPAY, "serve", "--port", str(self.port), *args],
-            cwd=cwd, env=_env(database_url, FGCPAY_SHUTDOWN_GRACE_SECONDS="2", **extra),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=cwd,
+            env=_env(database_url, FGCPAY_SHUTDOWN_GRACE_SECONDS="2", **extra),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
 
     def wait_ready(self) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        def alive() -> None:
             if self.process.poll() is not None:
                 raise AssertionError(self.process.communicate()[1])
-            try:
-                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)  # polling another process that has no other way to say it is up
-        raise AssertionError("the service did not become ready")
+
+        # Polling another process that has no other way to say it is up.
+        wait_ready_blocking(self.url, alive=alive)
 
     def stop(self) -> str:
         if self.process.poll() is None:
@@ -305,9 +303,15 @@ def test_production_serve_needs_the_secret_key(tmp_path: Path) -> None:
 
 def test_production_refuses_several_workers_on_sqlite(tmp_path: Path) -> None:
     result = _run(
-        tmp_path, f"sqlite:///{tmp_path}/db.sqlite3",
-        "serve", "--port", str(_free_port()), "--workers", "2",
-        FGCPAY_ENV="production", FGCPAY_PUBLIC_URL="https://pay.example.com",
+        tmp_path,
+        f"sqlite:///{tmp_path}/db.sqlite3",
+        "serve",
+        "--port",
+        str(_free_port()),
+        "--workers",
+        "2",
+        FGCPAY_ENV="production",
+        FGCPAY_PUBLIC_URL="https://pay.example.com",
     )
     assert result.returncode == 2
     (line,) = _failure_lines(result)
@@ -373,8 +377,14 @@ def test_a_bad_sqlite_path_is_one_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("PORT", "eighty"), ("DATABASE_URL", "mysql://x"), ("DATABASE_URL", "sqlite://relative.db"),
-     ("CHECKOUT_TTL_SECONDS", "10"), ("ENV", "staging"), ("LOG_LEVEL", "chatty")],
+    [
+        ("PORT", "eighty"),
+        ("DATABASE_URL", "mysql://x"),
+        ("DATABASE_URL", "sqlite://relative.db"),
+        ("CHECKOUT_TTL_SECONDS", "10"),
+        ("ENV", "staging"),
+        ("LOG_LEVEL", "chatty"),
+    ],
 )
 def test_a_bad_setting_is_one_line_naming_it(tmp_path: Path, name: str, value: str) -> None:
     result = _run(tmp_path, None, "migrate", **{"FGCPAY_" + name: value})

@@ -8,6 +8,7 @@ trio's MockClock wherever the server's timeouts are what is tested.
 from __future__ import annotations
 
 import json
+from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
@@ -15,10 +16,10 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from conftest import Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.server import BODY_TIMEOUT_SECONDS, KEEP_ALIVE_SECONDS, LINGER_SECONDS
 from fgcpay.settings import Settings
+from helpers import Server, start_server
 
 API_ERROR_FIELDS = {"code", "message", "details", "request_id"}
 # Real seconds a loopback exchange may take; the deadlines below are not waits.
@@ -42,12 +43,12 @@ class RawResponse:
         """The ApiError body, after checking it is one with a matching Request-Id."""
         assert self.status == status, (self.status, self.body[:300])
         assert self.headers["content-type"].startswith("application/json")
-        parsed = json.loads(self.body)
+        parsed: dict[str, Any] = json.loads(self.body)
         assert set(parsed) == API_ERROR_FIELDS
         assert parsed["code"] == code
         assert parsed["request_id"].startswith("req_")
         assert parsed["request_id"] == self.headers["request-id"]
-        return parsed  # type: ignore[no-any-return]
+        return parsed
 
 
 class RawConnection:

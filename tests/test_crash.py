@@ -28,10 +28,10 @@ import attrs
 import httpx
 import trio
 from fgcpay.storage import open_database, transactions
+from helpers import valid_body
 from hosted import TOKEN
 from processes import LEASE_SECONDS, ServiceProcess
 from receiver import Receiver, start_receiver
-from test_checkout_sessions import valid_body
 
 CREATE_WORKERS = 4
 PAYERS = 3

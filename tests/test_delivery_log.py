@@ -15,16 +15,25 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from conftest import MerchantClient, Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.logs import JsonFormatter
 from fgcpay.settings import Settings
 from fgcpay.storage import Database, Tx, open_database
 from fgcpay.storage import _open as storage_module
 from fgcpay.storage import webhooks as webhook_rows
+from fgcpay.storage._migrations import load_migrations
+from helpers import (
+    MerchantClient,
+    Server,
+    add_endpoint,
+    assert_documented,
+    component,
+    parameter,
+    schema_validator,
+    start_server,
+)
+from hosted import paid_session
 from receiver import reserve_port, start_receiver, url_of
-from test_openapi_strict import assert_documented, component, parameter, schema_validator
-from test_webhooks import add_endpoint, paid_session
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
 DELIVERY_ID = re.compile(r"^whd_[0-9A-Za-z]{24}$")
@@ -380,7 +389,7 @@ def _old_delivery(tx: Tx) -> None:
 async def test_deliveries_written_before_the_log_keep_working(
     database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = [m for m in storage_module.load_migrations() if "delivery_ids" not in m.name]
+    before = [m for m in load_migrations() if "delivery_ids" not in m.name]
     with monkeypatch.context() as patch:
         patch.setattr(storage_module, "load_migrations", lambda: before)
         async with open_database(database_url, 3) as old:

@@ -7,28 +7,33 @@ from typing import Any
 import attrs
 import trio
 import trio.testing
-from conftest import Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
-from test_checkout_sessions import create
+from helpers import Server, create, start_server
 
 TTL = 120
 
 
-async def wait_for_status(server: Server, merchant: Any, session_id: str, status: str) -> dict[str, Any]:
+async def wait_for_status(
+    server: Server, merchant: Any, session_id: str, status: str
+) -> dict[str, Any]:
     """Subscribe first, then read: a change after the read is then sure to be seen."""
     with server.running.service.status_hub.subscribe(session_id) as subscription:
         while True:
-            current = (await merchant.get(f"/checkout/sessions/{session_id}")).json()
+            current: dict[str, Any] = (
+                await merchant.get(f"/checkout/sessions/{session_id}")
+            ).json()
             if current["status"] == status:
-                return current  # type: ignore[no-any-return]
+                return current
             await subscription.next()
 
 
 async def test_a_session_expires_at_its_expires_at(
     nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
 ) -> None:
-    server = await start_server(nursery, attrs.evolve(settings, checkout_ttl_seconds=TTL), clock=TrioClock())
+    server = await start_server(
+        nursery, attrs.evolve(settings, checkout_ttl_seconds=TTL), clock=TrioClock()
+    )
     merchant = await server.merchant()
     session = await create(merchant)
     clock.jump(TTL - 1)
@@ -45,7 +50,9 @@ async def test_a_session_expires_at_its_expires_at(
 async def test_many_sessions_expire_in_one_sweep(
     nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
 ) -> None:
-    server = await start_server(nursery, attrs.evolve(settings, checkout_ttl_seconds=TTL), clock=TrioClock())
+    server = await start_server(
+        nursery, attrs.evolve(settings, checkout_ttl_seconds=TTL), clock=TrioClock()
+    )
     merchant = await server.merchant()
     ids = [(await create(merchant))["id"] for _ in range(12)]
     clock.jump(TTL + 1)
@@ -73,7 +80,9 @@ async def test_expiry_is_durable_across_a_restart(
 async def test_expiring_twice_changes_nothing(
     nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
 ) -> None:
-    server = await start_server(nursery, attrs.evolve(settings, checkout_ttl_seconds=TTL), clock=TrioClock())
+    server = await start_server(
+        nursery, attrs.evolve(settings, checkout_ttl_seconds=TTL), clock=TrioClock()
+    )
     merchant = await server.merchant()
     session = await create(merchant)
     clock.jump(TTL + 1)

@@ -10,7 +10,7 @@ import pytest
 from fgcpay.domain import checkout, webhooks
 from fgcpay.domain.errors import ValidationFailed
 from fgcpay.domain.lists import QUERY_MESSAGE
-from test_checkout_sessions import valid_body
+from helpers import valid_body
 
 
 def problems(parse: Any, body: Any) -> list[tuple[str, str]]:

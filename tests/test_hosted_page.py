@@ -9,13 +9,12 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from conftest import Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.logs import JsonFormatter
 from fgcpay.settings import Settings
 from fgcpay.storage import customers, transactions
+from helpers import Server, create, start_server
 from hosted import Customer, message, new_session, page_status
-from test_checkout_sessions import create
 
 
 async def test_the_page_shows_what_the_customer_needs(server: Server) -> None:
@@ -171,7 +170,9 @@ async def test_wrong_pins_spread_over_more_than_15_minutes_do_not_lock(
 async def test_an_expired_session_cannot_be_paid(
     nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
 ) -> None:
-    server = await start_server(nursery, attrs.evolve(settings, checkout_ttl_seconds=300), clock=TrioClock())
+    server = await start_server(
+        nursery, attrs.evolve(settings, checkout_ttl_seconds=300), clock=TrioClock()
+    )
     merchant, session = await new_session(server)
     customer = Customer(server)
     sid = str(session["id"])
@@ -219,9 +220,15 @@ async def test_status_polling_endpoint(server: Server) -> None:
     _, session = await new_session(server)
     customer = Customer(server)
     sid = str(session["id"])
-    assert (await customer.client.get(f"/checkout/{sid}/status")).json() == {"id": sid, "status": "created"}
+    assert (await customer.client.get(f"/checkout/{sid}/status")).json() == {
+        "id": sid,
+        "status": "created",
+    }
     await customer.pay(sid)
-    assert (await customer.client.get(f"/checkout/{sid}/status")).json() == {"id": sid, "status": "paid"}
+    assert (await customer.client.get(f"/checkout/{sid}/status")).json() == {
+        "id": sid,
+        "status": "paid",
+    }
     await customer.close()
 
 
@@ -252,9 +259,9 @@ async def test_the_pin_is_never_logged_or_stored(server: Server, database_url: s
     dump = await _database_text(server)
     assert "checkout.session.paid" in dump  # the event is in there, without the PIN
     assert secret_pin not in dump
-    customer = await server.db.read(customers.by_code, "TEST-0001")
-    assert customer is not None and customer.pin_hmac not in (None, "1234")
-    assert "1234" not in repr(customer)
+    stored = await server.db.read(customers.by_code, "TEST-0001")
+    assert stored is not None and stored.pin_hmac not in (None, "1234")
+    assert "1234" not in repr(stored)
 
 
 async def _database_text(server: Server) -> str:

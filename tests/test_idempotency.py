@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 import trio
-from conftest import Server
 from fgcpay.domain.fields import canonical_json
 from fgcpay.domain.idempotency import Scope, request_hash
 from fgcpay.storage import idempotency
-from test_checkout_sessions import valid_body
+from helpers import Server, valid_body
 
 PATH = "/checkout/sessions"
 
@@ -32,7 +31,9 @@ async def test_key_order_and_spacing_do_not_change_the_fingerprint(server: Serve
     reordered = dict(reversed(list(body.items())))
     headers = {"Idempotency-Key": "k", "Content-Type": "application/json"}
     first = await merchant.post(PATH, content=canonical_json(body), headers=headers)
-    second = await merchant.post(PATH, content=canonical_json(reordered).replace(",", ", "), headers=headers)
+    second = await merchant.post(
+        PATH, content=canonical_json(reordered).replace(",", ", "), headers=headers
+    )
     assert second.status_code == 201 and second.content == first.content
 
 
@@ -149,7 +150,9 @@ async def test_records_are_kept_24_hours_then_purged(server: Server) -> None:
     assert await db.write(idempotency.purge_expired, now + 23 * hour, 1000) == 0
     assert await db.write(idempotency.purge_expired, now + 25 * hour, 1000) == 1
     # After the purge the key is free again: a different body is a new request.
-    second = await merchant.post(PATH, json=valid_body(amount_fgc="1.00"), headers={"Idempotency-Key": "day"})
+    second = await merchant.post(
+        PATH, json=valid_body(amount_fgc="1.00"), headers={"Idempotency-Key": "day"}
+    )
     assert second.status_code == 201 and second.json()["id"] != first.json()["id"]
 
 
@@ -163,5 +166,3 @@ async def test_expired_record_is_not_replayed_even_before_purge(server: Server) 
     assert claim.owned
     response = await merchant.post(PATH, json=body, headers={"Idempotency-Key": "old"})
     assert response.status_code == 201
-
-

@@ -11,13 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import MerchantClient, Server
 from fgcpay.admin import MerchantInputError, create_merchant
 from fgcpay.domain import fields, money
 from fgcpay.domain.checkout import CheckoutSessionCreate
 from fgcpay.domain.errors import ValidationFailed
 from fgcpay.hosted_page.security import page_headers
-from test_checkout_sessions import valid_body
+from helpers import MerchantClient, Server, valid_body
 
 JSON = {"Content-Type": "application/json"}
 

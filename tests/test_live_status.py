@@ -7,9 +7,9 @@ import json
 import attrs
 import trio
 import trio.testing
-from conftest import Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
+from helpers import Server, start_server
 from hosted import Customer, new_session
 from trio_websocket import ConnectionClosed, ConnectionRejected, open_websocket_url
 
@@ -30,7 +30,7 @@ async def test_sends_the_status_at_once_and_after_payment(server: Server) -> Non
         try:
             await ws.get_message()
         except ConnectionClosed as closed:
-            assert closed.reason.code == 1000
+            assert closed.reason is not None and closed.reason.code == 1000
         else:
             raise AssertionError("the socket stayed open after a final status")
 
@@ -72,7 +72,9 @@ async def test_a_paid_session_reads_paid_at_once(server: Server) -> None:
 async def test_expiry_reaches_the_socket(
     nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
 ) -> None:
-    server = await start_server(nursery, attrs.evolve(settings, checkout_ttl_seconds=120), clock=TrioClock())
+    server = await start_server(
+        nursery, attrs.evolve(settings, checkout_ttl_seconds=120), clock=TrioClock()
+    )
     _, session = await new_session(server)
     sid = str(session["id"])
     async with open_websocket_url(ws_url(server, sid)) as ws:

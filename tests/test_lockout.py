@@ -16,15 +16,15 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from conftest import MerchantClient, Server, start_server
 from fgcpay.actors.checkout_session import CheckoutSessionActor
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
 from fgcpay.storage import Database, checkout_sessions, customers, open_database, transactions
 from fgcpay.storage import _open as storage_module
 from fgcpay.storage._database import Tx
+from fgcpay.storage._migrations import load_migrations
+from helpers import MerchantClient, Server, create, start_server
 from hosted import TOKEN, Customer, message, page_status
-from test_checkout_sessions import create
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
 WRONG = "not right"
@@ -136,7 +136,7 @@ async def test_many_right_pins_at_once_all_pay(server: Server) -> None:
 
 async def test_an_unknown_code_is_answered_and_counted_like_a_wrong_pin(server: Server) -> None:
     merchant = await server.merchant()
-    session_id, = await _sessions(merchant, 1)
+    (session_id,) = await _sessions(merchant, 1)
     known = message(await _pay(server, session_id, "TEST-0002", "0000"))
     assert known and WRONG in known
     for _ in range(4):
@@ -157,7 +157,7 @@ async def _lock(server: Server, session_id: str, code: str) -> None:
 async def test_test_customers_lock_per_merchant_other_codes_for_all(server: Server) -> None:
     merchant_a = await server.merchant("Merchant A")
     merchant_b = await server.merchant("Merchant B")
-    a_session, = await _sessions(merchant_a, 1)
+    (a_session,) = await _sessions(merchant_a, 1)
     b_session, b_other = await _sessions(merchant_b, 2)
     await _lock(server, a_session, "TEST-0001")
     # Merchant B's customer is not stopped by merchant A's test run.
@@ -181,8 +181,8 @@ async def test_customer_unlock_lifts_a_lock(
 ) -> None:
     merchant_a = await server.merchant("Merchant A")
     merchant_b = await server.merchant("Merchant B")
-    a_session, = await _sessions(merchant_a, 1)
-    b_session, = await _sessions(merchant_b, 1)
+    (a_session,) = await _sessions(merchant_a, 1)
+    (b_session,) = await _sessions(merchant_b, 1)
     await _lock(server, a_session, "TEST-0001")
     await _lock(server, b_session, "TEST-0001")
 
@@ -193,7 +193,9 @@ async def test_customer_unlock_lifts_a_lock(
     lines = done.stdout.splitlines()
     assert len(lines) == 1
     assert json.loads(lines[0]) == {
-        "customer_code": "TEST-0001", "merchant_id": merchant_a.id, "unlocked": 1
+        "customer_code": "TEST-0001",
+        "merchant_id": merchant_a.id,
+        "unlocked": 1,
     }
     assert (await _pay(server, a_session, "TEST-0001", "1234")).status_code == 303
     # Only merchant A's lock was lifted.
@@ -206,7 +208,9 @@ async def test_customer_unlock_lifts_a_lock(
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
-        "customer_code": "REAL-0042", "merchant_id": None, "unlocked": 1
+        "customer_code": "REAL-0042",
+        "merchant_id": None,
+        "unlocked": 1,
     }
     assert WRONG in (message(await _pay(server, b_session, "REAL-0042", "1234")) or "")
     done = await trio.to_thread.run_sync(
@@ -240,7 +244,7 @@ async def test_the_migration_keeps_existing_locks(
     database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """0005 applies to a database that already holds lockout rows, on both backends."""
-    before = [m for m in storage_module.load_migrations() if m.version < 5]
+    before = [m for m in load_migrations() if m.version < 5]
     with monkeypatch.context() as patch:
         patch.setattr(storage_module, "load_migrations", lambda: before)
         async with open_database(database_url, 3) as old:
@@ -261,7 +265,10 @@ def _old_rows(tx: Tx) -> None:
         tx.execute(
             "INSERT INTO pin_failures (customer_code, failures, window_started_at, locked_until)"
             " VALUES (?, ?, ?, ?)",
-            code, failures, NOW_US - 1_000_000, locked_until,
+            code,
+            failures,
+            NOW_US - 1_000_000,
+            locked_until,
         )
 
 
@@ -292,7 +299,7 @@ async def test_a_confirm_that_outlives_its_ask_shows_the_true_outcome(
         nursery, attrs.evolve(settings, actor_ask_timeout_seconds=ask_timeout), clock=TrioClock()
     )
     merchant = await server.merchant()
-    session_id, = await _sessions(merchant, 1)
+    (session_id,) = await _sessions(merchant, 1)
     real_write = server.db.write
     release = trio.Event()
 
@@ -329,12 +336,14 @@ async def test_a_confirm_that_outlives_its_ask_shows_the_true_outcome(
 
 
 async def test_an_actor_that_cannot_load_answers_the_page_in_html_with_retry_after(
-    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock,
+    nursery: trio.Nursery,
+    settings: Settings,
+    clock: trio.testing.MockClock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     server = await start_server(nursery, settings, clock=TrioClock())
     merchant = await server.merchant()
-    session_id, = await _sessions(merchant, 1)
+    (session_id,) = await _sessions(merchant, 1)
 
     async def down(self: CheckoutSessionActor, actor_id: str) -> None:
         raise RuntimeError("database down")

@@ -6,10 +6,9 @@ import gc
 
 import attrs
 import trio
-from conftest import start_server
 from fgcpay.settings import Settings
+from helpers import create, start_server
 from quart.ctx import RequestContext
-from test_checkout_sessions import create
 
 REQUESTS = 300
 
@@ -19,7 +18,9 @@ def _live_request_contexts() -> int:
     return sum(1 for thing in gc.get_objects() if isinstance(thing, RequestContext))
 
 
-async def test_served_requests_are_not_kept_alive(nursery: trio.Nursery, settings: Settings) -> None:
+async def test_served_requests_are_not_kept_alive(
+    nursery: trio.Nursery, settings: Settings
+) -> None:
     # On PostgreSQL, the driver's idle-connection timers once kept every request's context
     # (and so the whole request) alive for 300 s in an asyncio loop: ~15 KiB a create.
     unlimited = attrs.evolve(settings, rate_limit_burst=10_000, rate_limit_per_second=10_000.0)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from conftest import Server
 from fgcpay.http.openapi import document
+from helpers import Server
 
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
 

@@ -9,54 +9,26 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import MerchantClient, Server
 from fgcpay.domain import money
 from fgcpay.http.openapi import document
+from helpers import (
+    MerchantClient,
+    Server,
+    assert_documented,
+    component,
+    operation,
+    parameter,
+    schema_validator,
+    valid_body,
+)
 from jsonschema import Draft202012Validator
-from test_checkout_sessions import valid_body
 
 FAKE_ID = "0" * 24
-
-
-def schema_validator(schema: dict[str, Any]) -> Draft202012Validator:
-    """A validator for `schema`, resolving `#/components/...` against the document."""
-    doc = document()
-    return Draft202012Validator({**schema, "components": doc["components"]})
-
-
-def component(name: str) -> Draft202012Validator:
-    return schema_validator({"$ref": f"#/components/schemas/{name}"})
-
-
-def operation(method: str, path: str) -> dict[str, Any]:
-    op: dict[str, Any] = document()["paths"][path][method]
-    return op
-
-
-def parameter(method: str, path: str, name: str) -> dict[str, Any]:
-    doc = document()
-    for param in operation(method, path).get("parameters", []):
-        if "$ref" in param:
-            param = doc["components"]["parameters"][param["$ref"].rsplit("/", 1)[1]]
-        if param["name"] == name:
-            return param  # type: ignore[no-any-return]
-    raise AssertionError(f"{method} {path} documents no parameter {name}")
 
 
 def request_body_validator(method: str, path: str) -> Draft202012Validator:
     body = operation(method, path)["requestBody"]
     return schema_validator(body["content"]["application/json"]["schema"])
-
-
-def assert_documented(method: str, path: str, response: httpx.Response) -> None:
-    """The status is listed for the operation, and an error body is a valid ApiError."""
-    responses = operation(method, path)["responses"]
-    status = str(response.status_code)
-    assert status in responses, (method, path, status, response.text)
-    if response.status_code >= 400:
-        errors = list(component("ApiError").iter_errors(response.json()))
-        assert not errors, (method, path, response.text, [e.message for e in errors])
-        assert response.headers["content-type"].startswith("application/json")
 
 
 def test_amount_patterns_are_the_parsers_own() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fgcpay.settings import ConfigError, load_settings
+from helpers import wait_ready_blocking
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
 
@@ -32,8 +33,22 @@ def _free_port() -> int:
 
 def test_merchant_create_prints_id_and_key(tmp_path: Path, database_url: str) -> None:
     result = subprocess.run(
-        [*FGCPAY, "merchant", "create", "--name", "Acme", "--email", "ops@example.com", "--password", "long enough pw"],
-        cwd=tmp_path, env=_env(tmp_path, database_url), capture_output=True, text=True, timeout=60,
+        [
+            *FGCPAY,
+            "merchant",
+            "create",
+            "--name",
+            "Acme",
+            "--email",
+            "ops@example.com",
+            "--password",
+            "long enough pw",
+        ],
+        cwd=tmp_path,
+        env=_env(tmp_path, database_url),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     printed = json.loads(result.stdout)
@@ -43,7 +58,11 @@ def test_merchant_create_prints_id_and_key(tmp_path: Path, database_url: str) ->
     assert printed["api_key"] not in result.stderr
     again = subprocess.run(
         [*FGCPAY, "merchant", "create", "--name", "Acme", "--email", "OPS@example.com"],
-        cwd=tmp_path, env=_env(tmp_path, database_url), capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        env=_env(tmp_path, database_url),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert again.returncode == 2  # the contract: every command fails with exit status 2
     assert "already exists" in again.stderr
@@ -52,8 +71,11 @@ def test_merchant_create_prints_id_and_key(tmp_path: Path, database_url: str) ->
 def test_merchant_create_rejects_a_bad_email(tmp_path: Path) -> None:
     result = subprocess.run(
         [*FGCPAY, "merchant", "create", "--name", "Acme", "--email", "not-an-email"],
-        cwd=tmp_path, env=_env(tmp_path, f"sqlite:///{tmp_path}/db.sqlite3"),
-        capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        env=_env(tmp_path, f"sqlite:///{tmp_path}/db.sqlite3"),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2
     assert "invalid email" in result.stderr
@@ -63,37 +85,45 @@ def test_merchant_create_rejects_a_bad_email(tmp_path: Path) -> None:
 def test_migrate_twice_is_fine(tmp_path: Path, database_url: str) -> None:
     for _ in range(2):
         result = subprocess.run(
-            [*FGCPAY, "migrate"], cwd=tmp_path, env=_env(tmp_path, database_url),
-            capture_output=True, text=True, timeout=60,
+            [*FGCPAY, "migrate"],
+            cwd=tmp_path,
+            env=_env(tmp_path, database_url),
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert result.returncode == 0, result.stderr
 
 
 def _wait_ready(url: str, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def alive() -> None:
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
-        try:
-            if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)  # polling a separate process that has no other way to say it is up
-    raise AssertionError("the service did not become ready")
+
+    # Polling a separate process that has no other way to say it is up.
+    wait_ready_blocking(url, alive=alive)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_serve_answers_and_exits_cleanly_on_sigterm(tmp_path: Path, database_url: str, workers: int) -> None:
+def test_serve_answers_and_exits_cleanly_on_sigterm(
+    tmp_path: Path, database_url: str, workers: int
+) -> None:
     port = _free_port()
     created = subprocess.run(
         [*FGCPAY, "merchant", "create", "--name", "Acme", "--email", "s@example.com"],
-        cwd=tmp_path, env=_env(tmp_path, database_url), capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        env=_env(tmp_path, database_url),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     key = json.loads(created.stdout)["api_key"]
     process = subprocess.Popen(
         [*FGCPAY, "serve", "--port", str(port), "--workers", str(workers)],
-        cwd=tmp_path, env=_env(tmp_path, database_url, FGCPAY_SHUTDOWN_GRACE_SECONDS="3"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+        env=_env(tmp_path, database_url, FGCPAY_SHUTDOWN_GRACE_SECONDS="3"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         url = f"http://127.0.0.1:{port}"
@@ -111,12 +141,16 @@ def test_serve_answers_and_exits_cleanly_on_sigterm(tmp_path: Path, database_url
             process.communicate()
     assert key not in stderr
     lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
-    requests = [line for line in lines if line["msg"] == "request" and line["path"] == "/api/v1/nowhere"]
+    requests = [
+        line for line in lines if line["msg"] == "request" and line["path"] == "/api/v1/nowhere"
+    ]
     assert requests and requests[0]["merchant_id"].startswith("mer_")
     assert {"request_id", "method", "path", "status", "duration_ms"} <= set(requests[0])
 
 
-def test_local_defaults_need_no_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_local_defaults_need_no_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     settings = load_settings({})
     assert settings.database_url == "sqlite:///var/fgcpay.sqlite3"
@@ -127,22 +161,35 @@ def test_local_defaults_need_no_configuration(tmp_path: Path, monkeypatch: pytes
     assert settings.secret_key not in repr(settings)
 
 
-def test_production_refuses_to_start_without_a_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_production_refuses_to_start_without_a_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match="SECRET_KEY"):
         load_settings({"FGCPAY_ENV": "production"})
     result = subprocess.run(
-        [*FGCPAY, "migrate"], cwd=tmp_path, env={**_env(tmp_path, "sqlite:///x.db"), "FGCPAY_ENV": "production"},
-        capture_output=True, text=True, timeout=60,
+        [*FGCPAY, "migrate"],
+        cwd=tmp_path,
+        env={**_env(tmp_path, "sqlite:///x.db"), "FGCPAY_ENV": "production"},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2 and "FGCPAY_SECRET_KEY" in result.stderr
 
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("PORT", "eighty"), ("DATABASE_URL", "mysql://x"), ("PUBLIC_URL", "ftp://x"), ("WEBHOOK_ALLOW_PRIVATE", "maybe")],
+    [
+        ("PORT", "eighty"),
+        ("DATABASE_URL", "mysql://x"),
+        ("PUBLIC_URL", "ftp://x"),
+        ("WEBHOOK_ALLOW_PRIVATE", "maybe"),
+    ],
 )
-def test_bad_configuration_is_named(name: str, value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_configuration_is_named(
+    name: str, value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match=name):
         load_settings({"FGCPAY_" + name: value})
@@ -159,13 +206,26 @@ def test_the_procfile_runs_as_written(tmp_path: Path, database_url: str) -> None
     port = _free_port()
     bin_dir = str(Path(sys.executable).parent)
     # HOST keeps the test on loopback; a Procfile host leaves it unset (0.0.0.0).
-    env = _env(tmp_path, database_url, PORT=str(port), HOST="127.0.0.1", FGCPAY_SHUTDOWN_GRACE_SECONDS="3")
+    env = _env(
+        tmp_path, database_url, PORT=str(port), HOST="127.0.0.1", FGCPAY_SHUTDOWN_GRACE_SECONDS="3"
+    )
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
-    release = subprocess.run(["sh", "-c", procfile["release"]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    release = subprocess.run(
+        ["sh", "-c", procfile["release"]],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert release.returncode == 0, release.stderr
     web = subprocess.Popen(
-        ["sh", "-c", "exec " + procfile["web"]], cwd=tmp_path, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ["sh", "-c", "exec " + procfile["web"]],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         _wait_ready(f"http://127.0.0.1:{port}", web)

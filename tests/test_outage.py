@@ -31,8 +31,8 @@ import httpx
 import pytest
 import trio
 from fgcpay.storage import Database, DatabaseUnavailable
+from helpers import valid_body, wait_ready
 from pg_cluster import PgCluster, start_cluster
-from test_checkout_sessions import valid_body
 from trio_websocket import ConnectionClosed, ConnectionRejected, open_websocket_url
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
@@ -86,7 +86,8 @@ class ServiceProcess:
         done = await trio.run_process(
             [*FGCPAY, *args], cwd=self.cwd, env=self.env(), capture_stdout=True
         )
-        return json.loads(done.stdout)  # type: ignore[no-any-return]
+        said: dict[str, Any] = json.loads(done.stdout)
+        return said
 
     async def start(self, nursery: trio.Nursery) -> None:
         # The log goes through a pipe, not a file: on SQLite the test limits the size of
@@ -113,17 +114,11 @@ class ServiceProcess:
 
 
 async def _wait_ready(service: ServiceProcess, within: float = 30) -> None:
-    async with httpx.AsyncClient(timeout=5) as client:
-        with trio.fail_after(within):
-            while True:
-                assert service.process is not None and service.process.poll() is None
-                try:
-                    if (await client.get(service.url + "/readyz")).status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                # Another process: polling its readiness is the only way to know.
-                await trio.sleep(0.1)
+    def alive() -> None:
+        assert service.process is not None and service.process.poll() is None
+
+    # Another process: polling its readiness is the only way to know.
+    await wait_ready(service.url, within=within, alive=alive)
 
 
 def _assert_unavailable_json(response: httpx.Response, what: str) -> None:
@@ -224,6 +219,7 @@ async def _ws_outcome(service: ServiceProcess, session_id: str) -> int | None:
         except ConnectionRejected as rejected:
             return rejected.status_code
         except ConnectionClosed as closed:
+            assert closed.reason is not None
             return closed.reason.code
     return None
 

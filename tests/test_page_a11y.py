@@ -5,21 +5,24 @@ test-customer table collapsed on a narrow screen. Each runs with and without Jav
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import Server
+from helpers import WAIT_MS, Server, browser, fill_and_pay, in_browser, screenshot
 from hosted import new_session
-from test_browser import WAIT_MS, _need_browser, browser, fill_and_pay, in_browser, screenshot
 
-__all__ = ["_need_browser"]  # the autouse fixture that skips (or fails) without chromium
+if TYPE_CHECKING:
+    from playwright.sync_api import Page, ViewportSize
 
-NARROW = {"width": 360, "height": 740}
-WIDE = {"width": 1280, "height": 800}
+# Skips (or, in CI, fails) every test here without chromium.
+pytestmark = pytest.mark.usefixtures("need_browser")
+
+NARROW: ViewportSize = {"width": 360, "height": 740}
+WIDE: ViewportSize = {"width": 1280, "height": 800}
 SCRIPT = pytest.mark.parametrize("javascript", [True, False], ids=["js", "nojs"])
 
 
-def _focused(page: Any) -> dict[str, Any]:
+def _focused(page: Page) -> dict[str, Any]:
     return dict(
         page.evaluate(
             """() => {
@@ -109,7 +112,7 @@ async def test_the_code_field_has_a_format_hint_not_a_placeholder_value(server: 
     ("viewport", "shown"), [(NARROW, False), (WIDE, True)], ids=["360px", "1280px"]
 )
 async def test_the_test_customer_table_is_collapsed_only_on_a_narrow_screen(
-    server: Server, javascript: bool, viewport: dict[str, int], shown: bool
+    server: Server, javascript: bool, viewport: ViewportSize, shown: bool
 ) -> None:
     _, session = await new_session(server)
 

@@ -35,12 +35,11 @@ import httpx
 import psycopg
 import pytest
 import trio
-from conftest import Server, make_settings, start_server
 from fgcpay.storage import DatabaseUnavailable, Tx, open_database
+from helpers import Server, make_settings, start_server, valid_body, wait_ready, wait_until
 from hosted import new_session
 from pg_cluster import PgCluster, start_cluster
 from processes import ServiceProcess
-from test_checkout_sessions import valid_body
 from trio_websocket import ConnectionClosed, open_websocket_url
 
 POOL_SIZE = 4
@@ -451,15 +450,6 @@ def _sleeping_backends(url: str) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
-async def _poll(condition: Callable[[], Awaitable[bool]], within: float, what: str) -> None:
-    with trio.move_on_after(within):
-        while not await condition():  # noqa: ASYNC110
-            # Another process (the server): polling is the only way to see it.
-            await trio.sleep(0.02)
-        return
-    raise AssertionError(f"not within {within} s: {what}")
-
-
 async def _timed(
     run: Callable[..., Awaitable[Any]], fn: Callable[[Tx], Any], outcome: dict[str, Any]
 ) -> None:
@@ -489,12 +479,23 @@ async def test_a_statement_past_the_timeout_is_cancelled_by_the_server(postgres_
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(_timed, run, _slow, outcome)
                     # It runs on the server, on a connection named after this process.
-                    await _poll(ours_sleeps, timeout, f"{name}: pg_sleep seen running")
+                    # Another process (the server): polling is the only way to see it.
+                    await wait_until(
+                        ours_sleeps,
+                        within=timeout,
+                        what=f"{name}: pg_sleep seen running",
+                        every=0.02,
+                    )
             assert isinstance(outcome.get("error"), DatabaseUnavailable), (name, outcome)
             assert 0.9 * timeout <= outcome["elapsed"] <= timeout + 2, (name, outcome)
             # Cancelled by the server: no backend sleeps on (a client that only gave up
             # waiting, or closed its socket, would leave it running for the full 30 s).
-            await _poll(none_sleeps, 5, f"{name}: the backend stops running pg_sleep")
+            await wait_until(
+                none_sleeps,
+                within=5,
+                what=f"{name}: the backend stops running pg_sleep",
+                every=0.02,
+            )
             # The connection (or its replacement) serves the next call.
             assert await run(_one) == 1
 
@@ -506,10 +507,8 @@ TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
 async def _until_ready(server: Server) -> None:
-    async with httpx.AsyncClient(base_url=server.url, timeout=CLIENT_TIMEOUT_SECONDS) as http:
-        with trio.fail_after(RECOVER_WITHIN_SECONDS):
-            while (await http.get("/readyz")).status_code != 200:  # noqa: ASYNC110
-                await trio.sleep(0.05)  # the service is polled as an operator's probe would
+    # The service is polled as an operator's probe would.
+    await wait_ready(server.url, within=RECOVER_WITHIN_SECONDS)
 
 
 async def _pay(server: Server, session_id: str) -> None:

@@ -12,7 +12,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -23,10 +22,10 @@ import pytest
 import trio
 import trio.lowlevel
 import trio.testing
-from conftest import MerchantClient, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
 from fgcpay.storage import Database, rate_limits
+from helpers import MerchantClient, start_server, wait_ready_blocking
 
 RATE_LIMIT = re.compile(r'^"default";r=(\d+);t=(\d+)$')
 BURST = 20
@@ -162,7 +161,10 @@ async def test_without_its_table_the_limiter_falls_back_to_the_process_bucket(
     # The database cannot limit: each process limits on its own, never a 5xx.
     assert [a.status_code for a in answers] == [200, 200, 200, 429]
     assert [a.headers["RateLimit"] for a in answers] == [
-        '"default";r=2;t=1', '"default";r=1;t=2', '"default";r=0;t=3', '"default";r=0;t=3'
+        '"default";r=2;t=1',
+        '"default";r=1;t=2',
+        '"default";r=0;t=3',
+        '"default";r=0;t=3',
     ]
     assert answers[3].headers["Retry-After"] == "1"
     warnings = [r for r in caplog.records if "rate limit" in r.getMessage()]
@@ -214,16 +216,11 @@ def _free_port() -> int:
 
 
 def _wait_ready(url: str, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def alive() -> None:
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
-        try:
-            if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)  # polling a separate process that has no other way to say it is up
-    raise AssertionError("the service did not become ready")
+
+    # Polling a separate process that has no other way to say it is up.
+    wait_ready_blocking(url, alive=alive)
 
 
 def test_serve_with_two_workers_keeps_one_limit(tmp_path: Path, postgres_url: str) -> None:
@@ -237,14 +234,22 @@ def test_serve_with_two_workers_keeps_one_limit(tmp_path: Path, postgres_url: st
     )
     created = subprocess.run(
         [*FGCPAY, "merchant", "create", "--name", "Acme", "--email", "rl@example.com"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert created.returncode == 0, created.stderr
     key = json.loads(created.stdout)["api_key"]
     port = _free_port()
     process = subprocess.Popen(
         [*FGCPAY, "serve", "--port", str(port), "--workers", str(WORKERS)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         url = f"http://127.0.0.1:{port}"

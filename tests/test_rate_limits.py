@@ -5,10 +5,10 @@ from __future__ import annotations
 import attrs
 import trio
 import trio.testing
-from conftest import start_server
 from fgcpay.clock import TrioClock
 from fgcpay.http.rate_limit import RateLimiter
 from fgcpay.settings import Settings
+from helpers import start_server
 
 
 async def test_burst_then_429_with_retry_after(
@@ -20,7 +20,9 @@ async def test_burst_then_429_with_retry_after(
     answers = [await merchant.get("/checkout/sessions") for _ in range(4)]
     assert [a.status_code for a in answers] == [200, 200, 200, 429]
     assert [a.headers["RateLimit"] for a in answers[:3]] == [
-        '"default";r=2;t=1', '"default";r=1;t=2', '"default";r=0;t=3'
+        '"default";r=2;t=1',
+        '"default";r=1;t=2',
+        '"default";r=0;t=3',
     ]
     assert answers[0].headers["RateLimit-Policy"] == '"default";q=3;w=3'
     limited_answer = answers[3]
@@ -44,7 +46,9 @@ async def test_failed_authentication_is_limited_per_client(
     limited = attrs.evolve(settings, rate_limit_per_second=1.0, rate_limit_burst=2)
     server = await start_server(nursery, limited, clock=TrioClock())
     bad = {"Authorization": "Bearer fp_test_" + "q" * 32}
-    codes = [(await server.client.get("/checkout/sessions", headers=bad)).status_code for _ in range(3)]
+    codes = [
+        (await server.client.get("/checkout/sessions", headers=bad)).status_code for _ in range(3)
+    ]
     assert codes == [401, 401, 429]
     await server.shutdown()
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import attrs
 import pytest
+from helpers import poll_until
 
 ROOT = Path(__file__).parent.parent
 VENV = Path(sys.executable).parent.parent
@@ -188,10 +189,17 @@ class Shell:
         script = f"{{\n{command}\n}} >{out} 2>{err} </dev/null{job}\necho $? >{rc}\n"
         self.process.stdin.write(script)
         self.process.stdin.flush()
-        while not rc.exists() or not rc.read_text().endswith("\n"):
-            assert time.monotonic() < deadline, f"still running at the deadline: {command}"
-            assert self.process.poll() is None, "the shell ended"
-            time.sleep(0.05)
+        process = self.process
+
+        def finished() -> bool:
+            if rc.exists() and rc.read_text().endswith("\n"):
+                return True
+            assert process.poll() is None, "the shell ended"
+            return False
+
+        poll_until(
+            finished, within=deadline - time.monotonic(), what=f"the command to finish: {command}"
+        )
         return int(rc.read_text()), out.read_text(), err.read_text()
 
     def output_of(self, number: int) -> str:
@@ -275,9 +283,12 @@ def test_the_quick_start_runs_verbatim(shell: Shell) -> None:
     assert receiver is not None, "the README starts a webhook receiver"
     rc, out, err = shell.run(PAY.format(url=created["checkout_url"]), deadline)
     assert rc == 0 and out.startswith("303 https://shop.example/thanks?order=1042"), (out, err)
-    while "checkout.session.paid" not in shell.output_of(receiver):
-        assert time.monotonic() < deadline, "the receiver got no checkout.session.paid"
-        time.sleep(0.05)
+    receiver_job = receiver
+    poll_until(
+        lambda: "checkout.session.paid" in shell.output_of(receiver_job),
+        within=deadline - time.monotonic(),
+        what="the receiver printing checkout.session.paid",
+    )
     delivered = shell.output_of(receiver).strip().splitlines()[0]
     check_output(
         ['evt_... {"id": "evt_...", "object": "event", "type": "checkout.session.paid", ...}'],

@@ -16,11 +16,10 @@ from typing import Any
 
 import httpx
 import trio
-from conftest import MerchantClient, Server
+from helpers import MerchantClient, Server, valid_body
+from hosted import paid_session
 from jsonschema import Draft202012Validator
 from receiver import start_receiver
-from test_checkout_sessions import valid_body
-from test_webhooks import paid_session
 
 FAKE = "0" * 24
 DELIVERY_DEADLINE = 30.0

@@ -23,12 +23,10 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
-from conftest import BACKENDS, fresh_postgres_database
+from helpers import BACKENDS, fresh_postgres_database, wait_ready_blocking
 from pg_cluster import PgCluster
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
@@ -66,16 +64,11 @@ def _env(database_url: str) -> dict[str, str]:
 
 
 def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def alive() -> None:
         assert process.poll() is None, log.read_text()
-        try:
-            if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)  # polling a separate process that has no other way to say it is up
-    raise AssertionError("the service did not become ready: " + log.read_text())
+
+    # Polling a separate process that has no other way to say it is up.
+    wait_ready_blocking(url, alive=alive, log=log.read_text)
 
 
 CONFIG = """\

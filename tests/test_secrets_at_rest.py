@@ -11,14 +11,14 @@ from typing import Any
 
 import httpx
 import trio
-from conftest import TEST_SECRET, MerchantClient, Server, start_server
 from fgcpay.admin import create_merchant
 from fgcpay.domain.ids import API_KEY_PREFIX
 from fgcpay.logs import JsonFormatter
 from fgcpay.settings import Settings
 from fgcpay.storage._sqlite import sqlite_path
+from helpers import TEST_SECRET, MerchantClient, Server, start_server
+from hosted import paid_session
 from receiver import start_receiver
-from test_webhooks import paid_session
 
 PASSWORD = "correct horse battery staple 42"
 # The test PIN is 4 digits: meaningful only next to a `pin` name (a form field, a JSON key).
@@ -63,9 +63,7 @@ def _sqlite_bytes(database_url: str) -> bytes:
 async def _secret_flows(server: Server, nursery: trio.Nursery) -> tuple[MerchantClient, list[str]]:
     """Every flow that handles a secret; returns the merchant and the raw secrets seen."""
     merchant = await server.merchant()
-    with_password = await create_merchant(
-        server.db, "Pw Shop", "pw@example.com", password=PASSWORD
-    )
+    with_password = await create_merchant(server.db, "Pw Shop", "pw@example.com", password=PASSWORD)
     receiver = await start_receiver(nursery)
     create = {"Idempotency-Key": "create-endpoint-1"}
     created = await merchant.post("/webhook_endpoints", json={"url": receiver.url}, headers=create)

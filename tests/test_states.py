@@ -79,7 +79,10 @@ def test_final_statuses_are_those_no_transition_leaves() -> None:
     assert SUBSCRIPTIONS.final == {"cancelled", "ended"}
     assert SUBSCRIPTIONS.sources("active") == {"paused", "past_due"}
     assert final_statuses([checkout.STATES, SUBSCRIPTIONS]) == {
-        "paid", "expired", "cancelled", "ended"
+        "paid",
+        "expired",
+        "cancelled",
+        "ended",
     }
 
 

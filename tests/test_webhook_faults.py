@@ -9,8 +9,8 @@ from pathlib import Path
 import attrs
 import httpx
 import trio
-from conftest import start_server
 from fgcpay.settings import Settings
+from helpers import start_server
 from processes import LEASE_SECONDS, ServiceProcess
 from receiver import reserve_port, start_receiver, url_of
 
@@ -18,7 +18,9 @@ from receiver import reserve_port, start_receiver, url_of
 async def _pay(service: ServiceProcess, key: str) -> str:
     from hosted import TOKEN
 
-    async with httpx.AsyncClient(base_url=service.url, headers={"Authorization": f"Bearer {key}"}) as api:
+    async with httpx.AsyncClient(
+        base_url=service.url, headers={"Authorization": f"Bearer {key}"}
+    ) as api:
         session = (
             await api.post(
                 "/api/v1/checkout/sessions",
@@ -38,9 +40,13 @@ async def _pay(service: ServiceProcess, key: str) -> str:
     return str(session["id"])
 
 
-async def _setup(tmp_path: Path, database_url: str, receiver_url: str) -> tuple[ServiceProcess, str]:
+async def _setup(
+    tmp_path: Path, database_url: str, receiver_url: str
+) -> tuple[ServiceProcess, str]:
     service = ServiceProcess(cwd=tmp_path, database_url=database_url)
-    created = await service.command("merchant", "create", "--name", "Crash", "--email", "crash@example.com")
+    created = await service.command(
+        "merchant", "create", "--name", "Crash", "--email", "crash@example.com"
+    )
     endpoint = await service.command(
         "webhook-endpoint", "create", "--merchant", created["merchant_id"], "--url", receiver_url
     )
@@ -90,8 +96,8 @@ async def test_sigterm_during_a_delivery_resumes_it_after_restart(
 async def test_two_processes_share_one_outbox_and_send_each_delivery_once(
     nursery: trio.Nursery, postgres_settings: Settings
 ) -> None:
+    from helpers import create
     from hosted import Customer
-    from test_checkout_sessions import create
 
     receiver = await start_receiver(nursery)
     settings = attrs.evolve(postgres_settings, webhook_poll_seconds=0.05)
@@ -115,12 +121,12 @@ async def test_two_processes_share_one_outbox_and_send_each_delivery_once(
             # The receiver answers before the sender records: wait for either to record.
             async with trio.open_nursery() as either:
                 for d in dispatchers:
+
                     async def one_more(d: object = d) -> None:
                         await d.wait_for_attempts(d.attempts + 1)  # type: ignore[attr-defined]
                         either.cancel_scope.cancel()
+
                     either.start_soon(one_more)
     assert sum(d.attempts for d in dispatchers) == count  # one attempt per delivery
     await first.shutdown()
     await second.shutdown()
-
-

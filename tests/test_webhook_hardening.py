@@ -13,14 +13,14 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from conftest import TEST_SECRET, start_server
 from fgcpay.clock import SystemClock, TrioClock
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.settings import ConfigError, Settings, load_settings
 from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.webhooks.dispatcher import WebhookDispatcher
+from helpers import TEST_SECRET, add_endpoint, start_server
+from hosted import paid_session
 from receiver import start_receiver
-from test_webhooks import add_endpoint, paid_session
 
 
 @attrs.define(eq=False)

@@ -3,39 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import attrs
 import pytest
 import trio
 import trio.testing
-from conftest import MerchantClient, Server, start_server
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
 from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.webhooks import WebhookVerificationError, verify_delivery
-from hosted import Customer, new_session
+from helpers import Server, add_endpoint, start_server
+from hosted import new_session, paid_session
 from receiver import reserve_port, start_receiver, url_of
 from standardwebhooks import Webhook
-
-
-async def add_endpoint(merchant: MerchantClient, url: str, events: list[str] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"url": url}
-    if events is not None:
-        body["enabled_events"] = events
-    response = await merchant.post("/webhook_endpoints", json=body)
-    assert response.status_code == 201, response.text
-    return response.json()  # type: ignore[no-any-return]
-
-
-async def paid_session(server: Server, merchant: MerchantClient) -> dict[str, Any]:
-    from test_checkout_sessions import create
-
-    session = await create(merchant)
-    customer = Customer(server)
-    assert (await customer.pay(session["id"])).status_code == 303
-    await customer.close()
-    return session
 
 
 async def test_a_paid_session_sends_one_event_to_every_subscribed_endpoint(
@@ -96,7 +76,9 @@ async def test_signatures_fail_for_a_wrong_secret_a_tampered_body_or_a_stale_tim
 async def test_expiry_sends_checkout_session_expired(
     nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
 ) -> None:
-    server = await start_server(nursery, attrs.evolve(settings, checkout_ttl_seconds=120), clock=TrioClock())
+    server = await start_server(
+        nursery, attrs.evolve(settings, checkout_ttl_seconds=120), clock=TrioClock()
+    )
     receiver = await start_receiver(nursery)
     merchant, session = await new_session(server)
     await add_endpoint(merchant, receiver.url)
@@ -138,8 +120,8 @@ async def test_500s_are_retried_on_schedule_then_succeed(
     await add_endpoint(merchant, receiver.url)
     await paid_session(server, merchant)
     arrivals = await receiver.wait_for(4)
-    gaps = [b.at - a.at for a, b in zip(arrivals, arrivals[1:])]
-    for gap, planned in zip(gaps, (5, 300, 1800)):
+    gaps = [b.at - a.at for a, b in zip(arrivals, arrivals[1:], strict=False)]
+    for gap, planned in zip(gaps, (5, 300, 1800), strict=True):
         assert planned * 0.9 - 0.5 <= gap <= planned * 1.1 + 0.5, (gaps, planned)
     ids = {json.loads(a.body)["id"] for a in arrivals}
     assert len(ids) == 1, "the event id is constant across retries"
@@ -204,7 +186,11 @@ async def test_after_the_last_attempt_the_delivery_is_failed(
         await dispatcher.wait_for_attempts(attempt)
     event_id = json.loads(receiver.received[0].body)["id"]
     (delivery,) = await server.db.read(webhook_rows.deliveries_of_event, event_id)
-    assert (delivery.status, delivery.attempts, delivery.last_status) == ("failed", MAX_ATTEMPTS, 503)
+    assert (delivery.status, delivery.attempts, delivery.last_status) == (
+        "failed",
+        MAX_ATTEMPTS,
+        503,
+    )
     clock.jump(7 * 86400)
     await merchant.get("/events")  # a full round trip through the service after the jump
     assert len(receiver.received) == MAX_ATTEMPTS
@@ -225,7 +211,9 @@ async def test_redirects_are_not_followed(server: Server, nursery: trio.Nursery)
     assert (delivery.status, delivery.last_status) == ("pending", 307)
 
 
-async def test_redeliver_queues_a_new_delivery_of_the_same_event(server: Server, nursery: trio.Nursery) -> None:
+async def test_redeliver_queues_a_new_delivery_of_the_same_event(
+    server: Server, nursery: trio.Nursery
+) -> None:
     receiver = await start_receiver(nursery)
     merchant = await server.merchant()
     await add_endpoint(merchant, receiver.url)
@@ -240,7 +228,9 @@ async def test_redeliver_queues_a_new_delivery_of_the_same_event(server: Server,
     assert (await merchant.post("/events/evt_" + "x" * 24 + "/redeliver")).status_code == 404
 
 
-async def test_events_api_lists_filters_and_retrieves(server: Server, nursery: trio.Nursery) -> None:
+async def test_events_api_lists_filters_and_retrieves(
+    server: Server, nursery: trio.Nursery
+) -> None:
     merchant = await server.merchant()
     sessions = [await paid_session(server, merchant) for _ in range(3)]
     page = (await merchant.get("/events", params={"limit": 2})).json()
@@ -248,7 +238,9 @@ async def test_events_api_lists_filters_and_retrieves(server: Server, nursery: t
     rest = (await merchant.get("/events", params={"starting_after": page["next_cursor"]})).json()
     listed = page["data"] + rest["data"]
     assert [e["data"]["object"]["id"] for e in listed] == [s["id"] for s in reversed(sessions)]
-    assert (await merchant.get("/events", params={"type": "checkout.session.expired"})).json()["data"] == []
+    assert (await merchant.get("/events", params={"type": "checkout.session.expired"})).json()[
+        "data"
+    ] == []
     assert (await merchant.get("/events", params={"type": "nope"})).status_code == 400
     one = await merchant.get(f"/events/{listed[0]['id']}")
     assert one.status_code == 200 and one.json() == listed[0]
@@ -266,17 +258,25 @@ async def test_endpoint_api(server: Server) -> None:
     listed = (await merchant.get("/webhook_endpoints")).json()
     assert [e["id"] for e in listed["data"]] == [created["id"]]
     assert "secret" not in listed["data"][0]
-    bad = await merchant.post("/webhook_endpoints", json={"url": "ftp://x", "enabled_events": ["nope"]})
+    bad = await merchant.post(
+        "/webhook_endpoints", json={"url": "ftp://x", "enabled_events": ["nope"]}
+    )
     assert bad.status_code == 400
     assert {d["field"] for d in bad.json()["details"]} == {"url", "enabled_events"}
     other = await server.merchant("Other")
-    assert (await other.http.delete(f"/webhook_endpoints/{created['id']}", headers=other.headers())).status_code == 404
-    deleted = await merchant.http.delete(f"/webhook_endpoints/{created['id']}", headers=merchant.headers())
+    assert (
+        await other.http.delete(f"/webhook_endpoints/{created['id']}", headers=other.headers())
+    ).status_code == 404
+    deleted = await merchant.http.delete(
+        f"/webhook_endpoints/{created['id']}", headers=merchant.headers()
+    )
     assert deleted.status_code == 200 and deleted.json()["deleted"] is True
     assert (await merchant.get("/webhook_endpoints")).json()["data"] == []
 
 
-async def test_rotated_secret_signs_with_both_for_a_day(server: Server, nursery: trio.Nursery) -> None:
+async def test_rotated_secret_signs_with_both_for_a_day(
+    server: Server, nursery: trio.Nursery
+) -> None:
     receiver = await start_receiver(nursery)
     merchant = await server.merchant()
     endpoint = await add_endpoint(merchant, receiver.url)
@@ -296,7 +296,13 @@ async def test_private_targets_are_refused_unless_allowed(
 ) -> None:
     server = await start_server(nursery, attrs.evolve(settings, webhook_allow_private=False))
     merchant = await server.merchant()
-    for url in ("http://127.0.0.1:9/x", "http://10.0.0.1/x", "http://[::1]/x", "http://169.254.169.254/latest", "http://localhost/x"):
+    for url in (
+        "http://127.0.0.1:9/x",
+        "http://10.0.0.1/x",
+        "http://[::1]/x",
+        "http://169.254.169.254/latest",
+        "http://localhost/x",
+    ):
         response = await merchant.post("/webhook_endpoints", json={"url": url})
         assert response.status_code == 400, url
         assert response.json()["details"][0]["field"] == "url"

@@ -4,8 +4,8 @@ rate limit's retry hint agrees in number (issue 17, item 10)."""
 from __future__ import annotations
 
 import pytest
-from conftest import Server
 from fgcpay.domain.errors import RateLimited
+from helpers import Server
 
 QUERY_MESSAGE = "The query string has invalid parameters."
 CURSOR_MESSAGE = "Must be a next_cursor from a previous page."

@@ -81,7 +81,9 @@ class ExpirySweeper:
             nonlocal failed
             async with limiter:
                 try:
-                    await self.host.ask(checkout_session.KIND, session_id, checkout_session.Expire())
+                    await self.host.ask(
+                        checkout_session.KIND, session_id, checkout_session.Expire()
+                    )
                 except errors.ServiceError:
                     failed = True
 

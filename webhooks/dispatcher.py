@@ -117,7 +117,11 @@ class WebhookDispatcher:
                     try:
                         await self.db.write(webhook_rows.release_leases, self.owner)
                     except Exception as error:
-                        log_event("could not release delivery leases", logging.WARNING, error=type(error).__name__)
+                        log_event(
+                            "could not release delivery leases",
+                            logging.WARNING,
+                            error=type(error).__name__,
+                        )
                     await client.aclose()
 
     async def _claim_loop(self, jobs_in: trio.MemorySendChannel[DeliveryJob]) -> None:
@@ -179,13 +183,17 @@ class WebhookDispatcher:
                 del busy[key]
         self._wake.set()
 
-    async def _sender(self, jobs: trio.MemoryReceiveChannel[DeliveryJob], client: httpx.AsyncClient) -> None:
+    async def _sender(
+        self, jobs: trio.MemoryReceiveChannel[DeliveryJob], client: httpx.AsyncClient
+    ) -> None:
         async with jobs:
             async for job in jobs:
                 try:
                     await self._attempt(job, client)
                 except Exception as error:  # a sender never dies of one delivery
-                    log_event("delivery attempt crashed", logging.ERROR, error_type=type(error).__name__)
+                    log_event(
+                        "delivery attempt crashed", logging.ERROR, error_type=type(error).__name__
+                    )
                 finally:
                     self._done(job)
 
@@ -202,7 +210,9 @@ class WebhookDispatcher:
     async def _attempt(self, job: DeliveryJob, client: httpx.AsyncClient) -> None:
         now = self.clock.now_us()
         body = job.body.encode("utf-8")
-        headers = webhooks.signed_headers(job.event_id, body, now // 1_000_000, self._signing_secrets(job, now))
+        headers = webhooks.signed_headers(
+            job.event_id, body, now // 1_000_000, self._signing_secrets(job, now)
+        )
         status: int | None = None
         error: str | None = None
         answer: str | None = None
@@ -256,7 +266,11 @@ class WebhookDispatcher:
             ),
         )
         if not kept:
-            log_event("delivery lease lapsed during an attempt", logging.WARNING, delivery_id=job.delivery_id)
+            log_event(
+                "delivery lease lapsed during an attempt",
+                logging.WARNING,
+                delivery_id=job.delivery_id,
+            )
         elif outcome != "succeeded":
             # What an operator needs to follow a failing receiver; never the body sent or
             # answered, never the URL (it may carry a token) or a secret.

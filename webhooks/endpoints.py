@@ -25,7 +25,9 @@ class WebhookEndpoints:
     allow_private: bool
     ring: Callable[[], None] = lambda: None
 
-    async def create(self, merchant_id: str, request: EndpointRequest) -> tuple[WebhookEndpoint, str]:
+    async def create(
+        self, merchant_id: str, request: EndpointRequest
+    ) -> tuple[WebhookEndpoint, str]:
         """A new endpoint and its signing secret (the only time the secret is shown).
 
         Only the URL's form and literal addresses are checked here, without DNS (the name
@@ -63,7 +65,9 @@ class WebhookEndpoints:
             raise errors.NotFound("No such webhook endpoint.")
         return attrs.evolve(endpoint, deleted_at=now)
 
-    async def rotate_secret(self, merchant_id: str, endpoint_id: str) -> tuple[WebhookEndpoint, str]:
+    async def rotate_secret(
+        self, merchant_id: str, endpoint_id: str
+    ) -> tuple[WebhookEndpoint, str]:
         """A new secret; the old one keeps signing (a second `v1=`) for 24 hours."""
         secret = webhooks.new_secret()
         rotated = await self.db.write(

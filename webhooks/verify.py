@@ -43,4 +43,10 @@ def verify_delivery(
 
     Comparisons are constant time.
     """
-    verify(body, headers, secret, now=int(time.time()) if now is None else now, tolerance=tolerance_seconds)
+    verify(
+        body,
+        headers,
+        secret,
+        now=int(time.time()) if now is None else now,
+        tolerance=tolerance_seconds,
+    )

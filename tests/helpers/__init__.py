@@ -1,0 +1,58 @@
+"""What the tests share besides fixtures (those stay in conftest.py): a running service and
+its merchants, the requests they make, the OpenAPI checks, the browser, deadline-bound waits.
+
+Tests import these from here, never from conftest or from another test file. The hosted
+page, service processes, webhook receivers and PostgreSQL clusters have modules of their
+own beside this package: hosted.py, processes.py, receiver.py, pg_cluster.py.
+"""
+
+from ._browser import (
+    ARTIFACTS,
+    WAIT_MS,
+    browser,
+    browser_missing,
+    fill_and_pay,
+    in_browser,
+    screenshot,
+)
+from ._openapi import assert_documented, component, operation, parameter, schema_validator
+from ._resources import add_endpoint, create, valid_body
+from ._service import (
+    BACKENDS,
+    TEST_SECRET,
+    MerchantClient,
+    Server,
+    fresh_postgres_database,
+    make_settings,
+    start_server,
+)
+from ._waiting import poll_until, wait_ready, wait_ready_blocking, wait_until
+
+__all__ = [
+    "ARTIFACTS",
+    "BACKENDS",
+    "TEST_SECRET",
+    "WAIT_MS",
+    "MerchantClient",
+    "Server",
+    "add_endpoint",
+    "assert_documented",
+    "browser",
+    "browser_missing",
+    "component",
+    "create",
+    "fill_and_pay",
+    "fresh_postgres_database",
+    "in_browser",
+    "make_settings",
+    "operation",
+    "parameter",
+    "poll_until",
+    "schema_validator",
+    "screenshot",
+    "start_server",
+    "valid_body",
+    "wait_ready",
+    "wait_ready_blocking",
+    "wait_until",
+]

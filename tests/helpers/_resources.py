@@ -1,0 +1,38 @@
+"""What a merchant sends over and over in the tests: a valid checkout session, a webhook endpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._service import MerchantClient
+
+
+def valid_body(**overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "amount_fgc": "12.50",
+        "currency": "FGC",
+        "description": "Two flat whites",
+        "success_url": "https://shop.example/thanks?order=42",
+        "cancel_url": "https://shop.example/cart",
+    }
+    body.update(overrides)
+    return {k: v for k, v in body.items() if v is not ...}
+
+
+async def create(merchant: MerchantClient, **overrides: Any) -> dict[str, Any]:
+    response = await merchant.post("/checkout/sessions", json=valid_body(**overrides))
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+async def add_endpoint(
+    merchant: MerchantClient, url: str, events: list[str] | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"url": url}
+    if events is not None:
+        body["enabled_events"] = events
+    response = await merchant.post("/webhook_endpoints", json=body)
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    return created
