@@ -49,6 +49,8 @@ def page_context(
         "description": session.description,
         "action_label": "Pay",
         "status": display_status(session, now_us),
+        # The page's script stops following at these (one source: the tables).
+        "final_statuses": " ".join(sorted(FINAL_STATUSES)),
         "cancel_url": session.cancel_url,
         "return_url": success_redirect(session),
         "test_customers": [

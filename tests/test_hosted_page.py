@@ -10,11 +10,24 @@ import pytest
 import trio
 import trio.testing
 from fgcpay.clock import TrioClock
+from fgcpay.domain import checkout
 from fgcpay.logs import JsonFormatter
 from fgcpay.settings import Settings
 from fgcpay.storage import customers, transactions
 from helpers import Server, create, start_server
 from hosted import Customer, message, new_session, page_status
+
+
+async def test_the_page_script_stops_following_at_the_final_statuses_of_the_table(
+    server: Server,
+) -> None:
+    _, session = await new_session(server)
+    customer = Customer(server)
+    page = await customer.open(str(session["id"]))
+    final = " ".join(sorted(checkout.STATES.final))
+    assert final == "expired paid"
+    assert f'data-final-statuses="{final}"' in page.text
+    await customer.close()
 
 
 async def test_the_page_shows_what_the_customer_needs(server: Server) -> None:

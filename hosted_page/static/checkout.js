@@ -5,7 +5,11 @@
   var body = document.body;
   var id = body.getAttribute("data-session-id");
   if (!id) { return; }
-  var FINAL = { paid: true, expired: true, cancelled: true, ended: true, active: true };
+  // Where to stop following: the server's final statuses (its state tables), not a copy.
+  var FINAL = {};
+  (body.getAttribute("data-final-statuses") || "").split(" ").forEach(function (status) {
+    if (status) { FINAL[status] = true; }
+  });
   var base = "/checkout/" + encodeURIComponent(id);
   var failures = 0;
   var socket = null;
