@@ -39,6 +39,10 @@ def subscription_id() -> str:
     return "sub_test_" + random_base62(24)
 
 
+def test_clock_id() -> str:
+    return "clock_test_" + random_base62(24)
+
+
 def refund_id() -> str:
     return "re_test_" + random_base62(24)
 
