@@ -1,0 +1,276 @@
+"""SQL for subscriptions: the record, its lists, its due times, and one conditional write
+per transition of `subscriptions.STATES`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+from fgcpay.domain.idempotency import Completion
+from fgcpay.domain.subscriptions import STATES, Subscription
+from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
+from fgcpay.domain.webhooks import Event
+
+from . import idempotency, transactions, webhooks
+from ._database import Row, Tx
+from ._status import status_in
+from .checkout_sessions import notify_status
+from .paging import newest_first
+
+# One column per field of the record, in its order; only `metadata_json` is renamed.
+_FIELDS = tuple(field.name for field in attrs.fields(Subscription))
+_COLUMN_OF = {"metadata_json": "metadata"}
+COLUMNS = ", ".join(_COLUMN_OF.get(name, name) for name in _FIELDS)
+
+# What a transition may change; every other field is fixed at creation.
+_MUTABLE = (
+    "status",
+    "version",
+    "updated_at",
+    "approved_at",
+    "customer_code",
+    "charge_count",
+    "charged_total_minor",
+    "current_period_start",
+    "current_period_end",
+    "next_action_at",
+    "failed_attempts",
+    "cancelled_at",
+    "ended_at",
+    "ended_reason",
+)
+# `version = version + 1` rather than a parameter: the guard already pins the old one.
+_SET = ", ".join(
+    "version = version + 1" if name == "version" else f"{name} = ?" for name in _MUTABLE
+)
+
+
+def from_row(row: Row) -> Subscription:
+    return Subscription(**{name: row[_COLUMN_OF.get(name, name)] for name in _FIELDS})
+
+
+def insert(
+    tx: Tx,
+    subscription: Subscription,
+    completion: Completion | None,
+    events: Sequence[Event] = (),
+) -> None:
+    """Insert a new subscription and, in the same transaction, its idempotency answer
+    and its events (`subscription.created`) with their deliveries."""
+    placeholders = ", ".join("?" for _ in _FIELDS)
+    tx.execute(
+        f"INSERT INTO subscriptions ({COLUMNS}) VALUES ({placeholders})",
+        *(getattr(subscription, name) for name in _FIELDS),
+    )
+    for event in events:
+        webhooks.record_event(tx, event)
+    if completion is not None:
+        idempotency.complete(tx, completion)
+
+
+def by_id(tx: Tx, subscription_id: str) -> Subscription | None:
+    row = tx.fetchrow(f"SELECT {COLUMNS} FROM subscriptions WHERE id = ?", subscription_id)
+    return None if row is None else from_row(row)
+
+
+def of_merchant(tx: Tx, merchant_id: str, subscription_id: str) -> Subscription | None:
+    row = tx.fetchrow(
+        f"SELECT {COLUMNS} FROM subscriptions WHERE id = ? AND merchant_id = ?",
+        subscription_id,
+        merchant_id,
+    )
+    return None if row is None else from_row(row)
+
+
+def page(
+    tx: Tx,
+    merchant_id: str,
+    status: str | None,
+    after: tuple[int, str] | None,
+    limit: int,
+) -> list[Subscription]:
+    """Up to `limit` subscriptions, newest first, after the cursor position `after`."""
+    where: list[str] = ["merchant_id = ?"]
+    args: list[object] = [merchant_id]
+    if status is not None:
+        where.append("status = ?")
+        args.append(status)
+    rows = newest_first(tx, f"SELECT {COLUMNS} FROM subscriptions", where, args, after, limit)
+    return [from_row(row) for row in rows]
+
+
+# -- the durable timer ----------------------------------------------------------------------
+# `next_action_at` is NULL once nothing is due, so the due reads need no status condition;
+# `IS NOT NULL` is spelled out so both planners see the partial indexes' predicates.
+
+
+def due(tx: Tx, now_us: int, limit: int) -> list[str]:
+    """Up to `limit` subscriptions on the real clock due at `now_us`, earliest first (then
+    by id): the renewal sweep's work."""
+    rows = tx.fetch(
+        "SELECT id FROM subscriptions WHERE test_clock_id IS NULL"
+        " AND next_action_at IS NOT NULL AND next_action_at <= ?"
+        " ORDER BY next_action_at, id LIMIT ?",
+        now_us,
+        limit,
+    )
+    return [row["id"] for row in rows]
+
+
+def due_on_clock(tx: Tx, clock_id: str, up_to_us: int, limit: int) -> list[str]:
+    """Up to `limit` subscriptions of the test clock `clock_id` due at or before
+    `up_to_us`, earliest first (then by id): an advance's work."""
+    rows = tx.fetch(
+        "SELECT id FROM subscriptions WHERE test_clock_id = ?"
+        " AND next_action_at IS NOT NULL AND next_action_at <= ?"
+        " ORDER BY next_action_at, id LIMIT ?",
+        clock_id,
+        up_to_us,
+        limit,
+    )
+    return [row["id"] for row in rows]
+
+
+def next_due(tx: Tx) -> int | None:
+    """The nearest due time on the real clock, or None when nothing is due ever."""
+    value = tx.fetchval(
+        "SELECT MIN(next_action_at) FROM subscriptions WHERE test_clock_id IS NULL"
+        " AND next_action_at IS NOT NULL"
+    )
+    return None if value is None else int(value)
+
+
+# -- the transitions ------------------------------------------------------------------------
+# Each takes the record as the caller read it (`before`) and as it must be after (`after`,
+# computed by the domain), and writes in one transaction: the row, guarded by the table's
+# source statuses and `before.version`; the ledger row where money moves; the events with
+# their deliveries; the live-status notification. False, with nothing written, when the
+# row moved on meanwhile. A record that breaks the transition's shape (a changed creation
+# field, totals that disagree with the charge, a charge of the wrong period) is a bug in
+# the caller: ValueError, nothing written.
+
+
+def approve(
+    tx: Tx, before: Subscription, after: Subscription, charge: Transaction, events: Sequence[Event]
+) -> bool:
+    """`approve` (`paused` -> `active`): the customer approved, and the first interval is
+    charged with it (period 0)."""
+    return _move(tx, "approve", before, after, charge, events)
+
+
+def renew(
+    tx: Tx, before: Subscription, after: Subscription, charge: Transaction, events: Sequence[Event]
+) -> bool:
+    """`renew` (`active` -> `active`): period n charged on time (the charge's period is
+    `before.charge_count`)."""
+    return _move(tx, "renew", before, after, charge, events)
+
+
+def decline(tx: Tx, before: Subscription, after: Subscription, events: Sequence[Event]) -> bool:
+    """`decline` (`active` -> `past_due`): a renewal charge was declined; nothing is
+    charged, the retry's due time is `after.next_action_at`."""
+    return _move(tx, "decline", before, after, None, events)
+
+
+def retry_declined(
+    tx: Tx, before: Subscription, after: Subscription, events: Sequence[Event]
+) -> bool:
+    """`retry_declined` (`past_due` -> `past_due`): a retry was declined, another is due."""
+    return _move(tx, "retry_declined", before, after, None, events)
+
+
+def recover(
+    tx: Tx, before: Subscription, after: Subscription, charge: Transaction, events: Sequence[Event]
+) -> bool:
+    """`recover` (`past_due` -> `active`): a retry charged the overdue period."""
+    return _move(tx, "recover", before, after, charge, events)
+
+
+def cancel(tx: Tx, before: Subscription, after: Subscription, events: Sequence[Event]) -> bool:
+    """`cancel` (`paused`, `active` or `past_due` -> `cancelled`)."""
+    return _move(tx, "cancel", before, after, None, events)
+
+
+def end(tx: Tx, before: Subscription, after: Subscription, events: Sequence[Event]) -> bool:
+    """`end` (`active` or `past_due` -> `ended`): end_date reached, max total reached, or
+    the retries failed (`after.ended_reason`)."""
+    return _move(tx, "end", before, after, None, events)
+
+
+# Built once from the table: the status condition of each transition's write.
+_GUARDS = {transition.name: status_in(transition) for transition in STATES.transitions}
+
+
+def _move(
+    tx: Tx,
+    name: str,
+    before: Subscription,
+    after: Subscription,
+    charge: Transaction | None,
+    events: Sequence[Event],
+) -> bool:
+    problems = _problems(name, before, after, charge, events)
+    if problems:
+        raise ValueError(f"subscription {before.id} {name}: " + "; ".join(problems))
+    changed = tx.execute(
+        f"UPDATE subscriptions SET {_SET} WHERE id = ? AND {_GUARDS[name]} AND version = ?",
+        *(getattr(after, field) for field in _MUTABLE if field != "version"),
+        before.id,
+        before.version,
+    )
+    if changed != 1:
+        return False
+    if charge is not None:
+        # Unique per (subscription, period): should a period's charge ever be written a
+        # second time, this raises and the whole transaction rolls back.
+        transactions.insert(tx, charge)
+    for event in events:
+        webhooks.record_event(tx, event)
+    # The hub carries statuses: a renewal, which changes none, notifies nobody (a burst of
+    # renewals would otherwise be a burst of notifications no page needs).
+    if after.status != before.status:
+        notify_status(tx, before.id, after.status)
+    return True
+
+
+def _problems(
+    name: str,
+    before: Subscription,
+    after: Subscription,
+    charge: Transaction | None,
+    events: Sequence[Event],
+) -> list[str]:
+    transition = STATES.transition(name)
+    problems = []
+    if after.status != transition.target:
+        problems.append(f"the new status is {after.status!r}, not {transition.target!r}")
+    if after.version != before.version + 1:
+        problems.append(f"the new version is {after.version}, not {before.version + 1}")
+    if attrs.evolve(after, **{field: getattr(before, field) for field in _MUTABLE}) != before:
+        problems.append("a field fixed at creation changed")
+    if transition.target in STATES.final and after.next_action_at is not None:
+        problems.append("a final status keeps a due time")
+    charged = 0 if charge is None else charge.amount_minor
+    count = before.charge_count + (0 if charge is None else 1)
+    if (after.charge_count, after.charged_total_minor) != (
+        count,
+        before.charged_total_minor + charged,
+    ):
+        problems.append("charge_count or charged_total_minor disagrees with the charge")
+    if charge is not None:
+        # Each period once and in order: the charge is always the next period's.
+        expected = (SUBSCRIPTION_CHARGE, before.merchant_id, before.id, before.charge_count,
+                    before.amount_minor, before.currency, after.customer_code, None)  # fmt: skip
+        found = (charge.kind, charge.merchant_id, charge.subscription_id, charge.period,
+                 charge.amount_minor, charge.currency, charge.customer_code,
+                 charge.checkout_session_id)  # fmt: skip
+        if found != expected:
+            problems.append(f"the charge is {found}, expected {expected}")
+    for event in events:
+        if (event.merchant_id, event.resource_id, event.sequence) != (
+            before.merchant_id,
+            before.id,
+            after.version,
+        ):
+            problems.append(f"event {event.id} is not of this change")
+    return problems
