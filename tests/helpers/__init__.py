@@ -1,5 +1,6 @@
 """What the tests share besides fixtures (those stay in conftest.py): a running service and
-its merchants, the requests they make, the OpenAPI checks, the browser, deadline-bound waits.
+its merchants, the requests they make, records built for the storage tests, the OpenAPI
+checks, the browser, deadline-bound waits.
 
 Tests import these from here, never from conftest or from another test file. The hosted
 page, service processes, webhook receivers and PostgreSQL clusters have modules of their
@@ -16,6 +17,18 @@ from ._browser import (
     screenshot,
 )
 from ._openapi import assert_documented, component, operation, parameter, schema_validator
+from ._records import (
+    CHARGING,
+    CUSTOMER,
+    DAY,
+    NOW_US,
+    SECOND,
+    after_transition,
+    clock_record,
+    subscription_charge,
+    subscription_event,
+    subscription_record,
+)
 from ._resources import add_endpoint, create, valid_body
 from ._service import (
     BACKENDS,
@@ -31,14 +44,21 @@ from ._waiting import poll_until, wait_ready, wait_ready_blocking, wait_until
 __all__ = [
     "ARTIFACTS",
     "BACKENDS",
+    "CHARGING",
+    "CUSTOMER",
+    "DAY",
+    "NOW_US",
+    "SECOND",
     "TEST_SECRET",
     "WAIT_MS",
     "MerchantClient",
     "Server",
     "add_endpoint",
+    "after_transition",
     "assert_documented",
     "browser",
     "browser_missing",
+    "clock_record",
     "component",
     "create",
     "fill_and_pay",
@@ -51,6 +71,9 @@ __all__ = [
     "schema_validator",
     "screenshot",
     "start_server",
+    "subscription_charge",
+    "subscription_event",
+    "subscription_record",
     "valid_body",
     "wait_ready",
     "wait_ready_blocking",
