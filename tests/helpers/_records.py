@@ -87,8 +87,8 @@ def subscription_record(
 
 
 def clock_record(merchant_id: str, frozen_time: int = NOW_US, **overrides: Any) -> TestClock:
-    """A `ready` clock frozen at `frozen_time`."""
-    return TestClock(
+    """A `ready` clock frozen at `frozen_time`; `overrides` replace any field."""
+    clock = TestClock(
         id=ids.test_clock_id(),
         merchant_id=merchant_id,
         name="a year of renewals",
@@ -97,8 +97,8 @@ def clock_record(merchant_id: str, frozen_time: int = NOW_US, **overrides: Any) 
         version=1,
         created_at=NOW_US - DAY,
         updated_at=NOW_US - DAY,
-        **overrides,
     )
+    return attrs.evolve(clock, **overrides)
 
 
 def subscription_charge(
