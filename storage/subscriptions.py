@@ -250,12 +250,11 @@ def _problems(
         problems.append("a field fixed at creation changed")
     if transition.target in STATES.final and after.next_action_at is not None:
         problems.append("a final status keeps a due time")
-    charged = 0 if charge is None else charge.amount_minor
-    count = before.charge_count + (0 if charge is None else 1)
-    if (after.charge_count, after.charged_total_minor) != (
-        count,
-        before.charged_total_minor + charged,
-    ):
+    # The record's totals agree with the ledger: a charge adds one, and its amount.
+    count, total = before.charge_count, before.charged_total_minor
+    if charge is not None:
+        count, total = count + 1, total + charge.amount_minor
+    if (after.charge_count, after.charged_total_minor) != (count, total):
         problems.append("charge_count or charged_total_minor disagrees with the charge")
     if charge is not None:
         # Each period once and in order: the charge is always the next period's.
@@ -266,11 +265,8 @@ def _problems(
                  charge.checkout_session_id)  # fmt: skip
         if found != expected:
             problems.append(f"the charge is {found}, expected {expected}")
+    of_this_change = (before.merchant_id, before.id, after.version)
     for event in events:
-        if (event.merchant_id, event.resource_id, event.sequence) != (
-            before.merchant_id,
-            before.id,
-            after.version,
-        ):
+        if (event.merchant_id, event.resource_id, event.sequence) != of_this_change:
             problems.append(f"event {event.id} is not of this change")
     return problems

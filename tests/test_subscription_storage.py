@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 from typing import Any
 
 import attrs
@@ -22,12 +23,18 @@ from fgcpay.domain.subscriptions import Subscription
 from fgcpay.domain.test_clocks import ADVANCING, READY
 from fgcpay.storage import (
     Database,
+    checkout_sessions,
     idempotency,
     open_database,
     subscriptions,
     test_clocks,
     transactions,
     webhooks,
+)
+from fgcpay.storage._migrations import (
+    load_migrations,
+    pg_apply_migrations,
+    sqlite_apply_migrations,
 )
 from helpers import (
     DAY,
@@ -39,6 +46,7 @@ from helpers import (
     subscription_event,
     subscription_record,
 )
+from psycopg.rows import dict_row
 
 # What a broken unique key or foreign key raises on each backend.
 CONSTRAINT_VIOLATION = (sqlite3.IntegrityError, psycopg.errors.IntegrityError)
@@ -165,6 +173,41 @@ async def test_the_create_stores_its_idempotent_answer_and_event_with_it(db: Dat
     again = await db.write(idempotency.claim, scope, "hash", "owner-2", NOW_US)
     assert (again.owned, again.response) == (False, answer)
     assert await db.read(webhooks.event_of, merchant_id, created.id) == created
+
+
+async def test_payments_made_before_the_migration_read_back_unchanged(database_url: str) -> None:
+    """0009 adds the charge columns (and their check) to a ledger that already has rows."""
+    before_0009 = [m for m in load_migrations() if m.version < 9]
+    rows = (
+        "INSERT INTO merchants (id, name, email, created_at)"
+        " VALUES ('mer_0000000000000001', 'Acme', 'o@acme.test', 1)",
+        "INSERT INTO checkout_sessions (id, merchant_id, status, version, amount_minor, currency,"
+        " eur_cents, description, success_url, cancel_url, metadata, created_at, updated_at,"
+        " expires_at, paid_at) VALUES ('cs_test_000000000000000000000001',"
+        " 'mer_0000000000000001', 'paid', 2, 1250, 'FGC', 1250, 'Beans', 'https://s.example/',"
+        " 'https://s.example/', '{}', 1, 2, 3, 2)",
+        "INSERT INTO transactions (id, merchant_id, kind, checkout_session_id, customer_code,"
+        " amount_minor, currency, mode, created_at) VALUES ('txn_test_000000000000000000000001',"
+        " 'mer_0000000000000001', 'payment', 'cs_test_000000000000000000000001', 'TEST-0001',"
+        " 1250, 'FGC', 'test', 2)",
+    )
+    if database_url.startswith("sqlite:"):
+        with closing(sqlite3.connect(database_url.removeprefix("sqlite:///"))) as conn, conn:
+            sqlite_apply_migrations(conn, before_0009)
+            for row in rows:
+                conn.execute(row)
+    else:
+        with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as pg:
+            pg_apply_migrations(pg, before_0009)
+            for row in rows:
+                pg.execute(row.encode())
+
+    async with open_database(database_url, 3) as db:
+        session = await db.read(checkout_sessions.by_id, "cs_test_000000000000000000000001")
+        assert session is not None and session.status == "paid"
+        (payment,) = await db.read(transactions.for_checkout_session, session.id)
+    assert (payment.kind, payment.amount_minor) == ("payment", 1250)
+    assert (payment.subscription_id, payment.period) == (None, None)
 
 
 # -- the ledger: one charge per period ------------------------------------------------------
