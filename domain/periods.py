@@ -139,7 +139,9 @@ def due_action(sub: Subscription) -> Action | None:
     period = sub.charge_count
     start = period_start(sub.approved_at, sub.interval, period)
     attempt = sub.failed_attempts
-    if attempt > len(RETRY_DELAYS_US):  # only a record written by hand gets here
+    # `declined` ends the subscription with the last retry's decline; a past_due record
+    # with every retry declined (its end never written) still ends, at the last retry.
+    if attempt > len(RETRY_DELAYS_US):
         return End(PAYMENT_FAILED, start + RETRY_DELAYS_US[-1])
     charge_at = start + (RETRY_DELAYS_US[attempt - 1] if attempt else 0)
     if sub.end_date is not None and sub.end_date <= charge_at:

@@ -346,6 +346,7 @@ def new_subscription(
 
 
 def checkout_url(public_url: str, subscription_id: str) -> str:
+    """The hosted page where the customer approves (the checkout sessions' route)."""
     return f"{public_url}/checkout/{subscription_id}"
 
 

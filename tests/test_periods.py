@@ -7,6 +7,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import attrs
 import pytest
 from fgcpay.domain import periods, subscriptions
 from fgcpay.domain.periods import DAY_US, End, Renew, Retry, StaleAction, Step
@@ -318,6 +319,14 @@ def test_the_retry_schedule_of_a_declined_renewal(
         assert (sub.ended_reason, sub.ended_at) == ("payment_failed", at("2026-03-03T10:30:00Z"))
         assert (sub.charge_count, sub.charged_total_minor) == (1, AMOUNT)
         assert sub.current_period_end == at(DUE)  # the last period paid
+
+
+def test_a_decline_recorded_without_its_end_still_ends() -> None:
+    sub = approved("2026-01-31T09:30:00Z")
+    sub = attrs.evolve(sub, status="past_due", failed_attempts=3)
+    last_retry = at("2026-03-03T09:30:00Z")
+    assert periods.next_action(sub, last_retry - 1) is None
+    assert periods.next_action(sub, last_retry) == End("payment_failed", last_retry)
 
 
 def test_a_day_of_declines_in_one_run() -> None:
