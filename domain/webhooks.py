@@ -24,8 +24,10 @@ from .times import iso_ms
 EVENT_TYPES = (
     "checkout.session.paid",
     "checkout.session.expired",
+    "subscription.created",
     "subscription.activated",
     "subscription.charged",
+    "subscription.payment_failed",
     "subscription.cancelled",
     "subscription.ended",
     "refund.created",

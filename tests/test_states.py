@@ -5,32 +5,83 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from fgcpay.domain import checkout
+from fgcpay.domain import checkout, subscriptions
 from fgcpay.domain.states import StateMachine, Transition, TransitionRefused, final_statuses
 
-# The checkout sessions' rules, written out once more by hand: the table must say this.
-CHECKOUT_ALLOWED = {("created", "paid"), ("created", "expired")}
-CHECKOUT_PAIRS = list(itertools.product(checkout.STATUSES, repeat=2))
+# Each table's rules, written out once more by hand: the table must say exactly this.
+NAMED = {
+    "checkout_session": {
+        "pay": ({"created"}, "paid"),
+        "expire": ({"created"}, "expired"),
+    },
+    "subscription": {
+        "approve": ({"paused"}, "active"),
+        "renew": ({"active"}, "active"),
+        "decline": ({"active"}, "past_due"),
+        "retry_declined": ({"past_due"}, "past_due"),
+        "recover": ({"past_due"}, "active"),
+        "cancel": ({"paused", "active", "past_due"}, "cancelled"),
+        "end": ({"active", "past_due"}, "ended"),
+    },
+}
+ALLOWED = {
+    "checkout_session": {("created", "paid"), ("created", "expired")},
+    "subscription": {
+        ("paused", "active"),
+        ("active", "active"),  # a renewal
+        ("active", "past_due"),
+        ("past_due", "past_due"),  # a retry declined, another to come
+        ("past_due", "active"),
+        ("paused", "cancelled"),
+        ("active", "cancelled"),
+        ("past_due", "cancelled"),
+        ("active", "ended"),
+        ("past_due", "ended"),
+    },
+}
+FINAL = {"checkout_session": {"paid", "expired"}, "subscription": {"cancelled", "ended"}}
+MACHINES = [checkout.STATES, subscriptions.STATES]
+PAIRS = [
+    pytest.param(
+        machine, from_status, to_status, id=f"{machine.resource}:{from_status}->{to_status}"
+    )
+    for machine in MACHINES
+    for from_status, to_status in itertools.product(machine.statuses, repeat=2)
+]
+NAMED_FROM = [
+    pytest.param(machine, name, from_status, id=f"{machine.resource}.{name}:{from_status}")
+    for machine in MACHINES
+    for name in NAMED[machine.resource]
+    for from_status in machine.statuses
+]
 
 
-@pytest.mark.parametrize(("from_status", "to_status"), CHECKOUT_PAIRS)
-def test_checkout_session_transitions(from_status: str, to_status: str) -> None:
-    allowed = (from_status, to_status) in CHECKOUT_ALLOWED
-    assert checkout.STATES.allows(from_status, to_status) is allowed
-
-
-@pytest.mark.parametrize(
-    ("name", "from_status"), list(itertools.product(["pay", "expire"], checkout.STATUSES))
-)
-def test_a_named_checkout_transition_leaves_only_from_its_sources(
-    name: str, from_status: str
+@pytest.mark.parametrize(("machine", "from_status", "to_status"), PAIRS)
+def test_every_pair_of_statuses_is_allowed_or_refused(
+    machine: StateMachine, from_status: str, to_status: str
 ) -> None:
-    transition = checkout.STATES.transition(name)
-    if (from_status, transition.target) in CHECKOUT_ALLOWED:
-        assert checkout.STATES.check(name, from_status) == transition
+    allowed = (from_status, to_status) in ALLOWED[machine.resource]
+    assert machine.allows(from_status, to_status) is allowed
+
+
+@pytest.mark.parametrize(("machine", "name", "from_status"), NAMED_FROM)
+def test_a_named_transition_leaves_only_from_its_sources(
+    machine: StateMachine, name: str, from_status: str
+) -> None:
+    sources, target = NAMED[machine.resource][name]
+    transition = machine.transition(name)
+    assert (transition.sources, transition.target) == (frozenset(sources), target)
+    if from_status in sources:
+        assert machine.check(name, from_status) == transition
     else:
         with pytest.raises(TransitionRefused):
-            checkout.STATES.check(name, from_status)
+            machine.check(name, from_status)
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=lambda machine: machine.resource)
+def test_each_table_declares_exactly_its_transitions_and_finals(machine: StateMachine) -> None:
+    assert {transition.name for transition in machine.transitions} == set(NAMED[machine.resource])
+    assert machine.final == FINAL[machine.resource]
 
 
 def test_checkout_session_table() -> None:
@@ -43,47 +94,12 @@ def test_checkout_session_table() -> None:
         checkout.STATES.transition("refund")
 
 
-# The shape the next tables need: several sources, and a status reached more than one way.
-SUBSCRIPTIONS = StateMachine(
-    "subscription",
-    statuses=("paused", "active", "past_due", "cancelled", "ended"),
-    transitions=(
-        Transition("activate", {"paused"}, "active"),
-        Transition("miss_payment", {"active"}, "past_due"),
-        Transition("recover", {"past_due"}, "active"),
-        Transition("cancel", {"paused", "active", "past_due"}, "cancelled"),
-        Transition("end", {"active", "past_due"}, "ended"),
-    ),
-)
-SUBSCRIPTIONS_ALLOWED = {
-    ("paused", "active"),
-    ("active", "past_due"),
-    ("past_due", "active"),
-    ("paused", "cancelled"),
-    ("active", "cancelled"),
-    ("past_due", "cancelled"),
-    ("active", "ended"),
-    ("past_due", "ended"),
-}
-
-
-@pytest.mark.parametrize(
-    ("from_status", "to_status"), list(itertools.product(SUBSCRIPTIONS.statuses, repeat=2))
-)
-def test_a_table_with_several_sources(from_status: str, to_status: str) -> None:
-    allowed = (from_status, to_status) in SUBSCRIPTIONS_ALLOWED
-    assert SUBSCRIPTIONS.allows(from_status, to_status) is allowed
-
-
-def test_final_statuses_are_those_no_transition_leaves() -> None:
-    assert SUBSCRIPTIONS.final == {"cancelled", "ended"}
-    assert SUBSCRIPTIONS.sources("active") == {"paused", "past_due"}
-    assert final_statuses([checkout.STATES, SUBSCRIPTIONS]) == {
-        "paid",
-        "expired",
-        "cancelled",
-        "ended",
-    }
+def test_a_table_with_several_sources_and_a_status_reached_several_ways() -> None:
+    table = subscriptions.STATES
+    assert table.sources("active") == {"paused", "active", "past_due"}
+    assert table.sources("cancelled") == {"paused", "active", "past_due"}
+    assert table.sources("paused") == frozenset()
+    assert final_statuses([checkout.STATES, table]) == {"paid", "expired", "cancelled", "ended"}
 
 
 @pytest.mark.parametrize(
