@@ -147,7 +147,7 @@ class CheckoutSessionActor:
             self.secret_key, attempt.customer, code, request.pin
         )
         customer = attempt.customer
-        if matched and customer is not None and customer.outcome == customers.SUCCEEDS:
+        if matched and customer is not None and customers.pays(customer.outcome):
             return await self._pay(session, scope, code, now)
         locked = await self.db.write(customer_rows.settle_attempt, scope, code, now, matched)
         if not matched or customer is None:

@@ -10,12 +10,16 @@ import attrs
 SUCCEEDS = "succeeds"
 INSUFFICIENT_FUNDS = "insufficient_funds"
 BLOCKED = "blocked"
+# Approves (and pays one-time sessions) like SUCCEEDS, but every renewal is declined: a
+# merchant's way to see past_due, the retries and the end with `payment_failed`.
+RENEWALS_DECLINED = "renewals_declined"
 
 # The contract's table: code, PIN, outcome. Shown on the page and in the README.
 TEST_CUSTOMERS: tuple[tuple[str, str, str], ...] = (
     ("TEST-0001", "1234", SUCCEEDS),
     ("TEST-0002", "1234", INSUFFICIENT_FUNDS),
     ("TEST-0003", "1234", BLOCKED),
+    ("TEST-0004", "1234", RENEWALS_DECLINED),
 )
 
 # The documented test customers are shared by every merchant, so their wrong-PIN count
@@ -51,6 +55,17 @@ class PinAttempt:
     locked: bool
     customer: Customer | None = None
     busy: bool = False
+
+
+def pays(outcome: str) -> bool:
+    """Whether a customer with `outcome` pays a one-time session or approves a subscription
+    (its first charge) when the PIN is right."""
+    return outcome in (SUCCEEDS, RENEWALS_DECLINED)
+
+
+def renewal_pays(outcome: str) -> bool:
+    """Whether a renewal (or its retry) charged to a customer with `outcome` succeeds."""
+    return outcome == SUCCEEDS
 
 
 def lock_scope(customer_code: str, merchant_id: str) -> str:

@@ -81,6 +81,12 @@ class NotFound(ServiceError):
     code = "not_found"
 
 
+class SubscriptionNotFound(NotFound):
+    """An unknown subscription id, or another merchant's (never a 403)."""
+
+    code = "subscription_not_found"
+
+
 class MethodNotAllowed(ServiceError):
     status = 405
     code = "method_not_allowed"
@@ -89,6 +95,19 @@ class MethodNotAllowed(ServiceError):
 class Conflict(ServiceError):
     status = 409
     code = "conflict"
+
+
+class SubscriptionNotCancellable(Conflict):
+    """Cancelling a subscription already `cancelled` or `ended`."""
+
+    code = "subscription_not_cancellable"
+
+
+class TestClockAdvancing(Conflict):
+    """A test clock is still running an advance: one at a time."""
+
+    __test__ = False  # an error, not a test class for pytest to collect
+    code = "test_clock_advancing"
 
 
 class PayloadTooLarge(ServiceError):

@@ -64,4 +64,5 @@ _OUTCOME_TEXT = {
     customers.SUCCEEDS: "succeeds",
     customers.INSUFFICIENT_FUNDS: "declined: insufficient funds",
     customers.BLOCKED: "refused: customer blocked",
+    customers.RENEWALS_DECLINED: "approves; renewals declined",
 }
