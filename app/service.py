@@ -19,11 +19,13 @@ import trio
 from fgcpay import server
 from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessionActor, CheckoutSessions
+from fgcpay.actors.subscription import SubscriptionActor, Subscriptions, TestClocks
 from fgcpay.clock import Clock, SystemClock
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.customers import TEST_CUSTOMERS, pin_hmac
 from fgcpay.domain.merchants import ApiKey
 from fgcpay.domain.secret_box import SecretBox
+from fgcpay.domain.subscriptions import Subscription
 from fgcpay.http.app import create_app
 from fgcpay.http.plumbing import protocol_error_answer
 from fgcpay.http.rate_limit import RateLimiter
@@ -33,6 +35,7 @@ from fgcpay.server import ServerConfig
 from fgcpay.settings import Settings, default_public_url
 from fgcpay.storage import Database, customers, idempotency, merchants, open_database
 from fgcpay.timers.expiry import ExpirySweeper
+from fgcpay.timers.renewals import RenewalSweeper
 from fgcpay.webhooks.dispatcher import WebhookDispatcher
 from fgcpay.webhooks.endpoints import WebhookEndpoints
 from hypercorn.config import Sockets
@@ -57,6 +60,9 @@ class Service:
     status_hub: StatusHub
     dispatcher: WebhookDispatcher
     webhook_endpoints: WebhookEndpoints
+    subscriptions: Subscriptions
+    test_clocks: TestClocks
+    renewals: RenewalSweeper
     _touched: dict[str, int] = attrs.field(factory=dict)
 
     def note_key_used(self, key: ApiKey) -> None:
@@ -91,6 +97,8 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 ask_timeout=settings.actor_ask_timeout_seconds,
             )
             sweeper = ExpirySweeper(db, actors, clock, settings.expiry_poll_seconds)
+            # The durable timers poll alike for other processes' work.
+            renewals = RenewalSweeper(db, actors, clock, settings.expiry_poll_seconds)
             status_hub = StatusHub()
             box = SecretBox(settings.secret_key)
             dispatcher = WebhookDispatcher(
@@ -106,9 +114,21 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 publish_status(status_hub, session.id, session.status)
                 dispatcher.ring()  # its event and deliveries were committed with the change
 
+            def subscription_changed(subscription: Subscription) -> None:
+                publish_status(status_hub, subscription.id, subscription.status)
+                dispatcher.ring()
+                # An approval sets the first renewal's due time: the sweep may sleep past it.
+                if subscription.test_clock_id is None and subscription.next_action_at:
+                    renewals.schedule(subscription.next_action_at)
+
             actors.register(
                 CheckoutSessionActor(
                     db, clock, settings.secret_key, settings.public_url, session_changed
+                )
+            )
+            actors.register(
+                SubscriptionActor(
+                    db, clock, settings.secret_key, settings.public_url, subscription_changed
                 )
             )
             await db.write(customers.set_pin_hmacs, seeded_pin_hmacs(settings.secret_key))
@@ -135,10 +155,22 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 webhook_endpoints=WebhookEndpoints(
                     db, clock, box, settings.webhook_allow_private, dispatcher.ring
                 ),
+                subscriptions=Subscriptions(
+                    db=db,
+                    host=actors,
+                    clock=clock,
+                    public_url=settings.public_url,
+                    eur_cents_per_fgc=settings.eur_cents_per_fgc,
+                    on_created=lambda subscription: dispatcher.ring(),
+                ),
+                test_clocks=TestClocks(db=db, host=actors, clock=clock, nursery=nursery),
+                renewals=renewals,
             )
             await nursery.start(follow_status_changes, db, status_hub, nursery)
             await nursery.start(actors.run)
             await nursery.start(sweeper.run)
+            await nursery.start(renewals.run)
+            await nursery.start(service.test_clocks.resume)
             await nursery.start(dispatcher.run)
             await nursery.start(run_housekeeping, db, clock)
             await nursery.start(service.rate_limiter.run)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 
 import trio
+from fgcpay.domain.subscriptions import SUBSCRIPTION_PREFIX
 from fgcpay.logs import log_event
-from fgcpay.storage import Database, StorageError, checkout_sessions
+from fgcpay.storage import Database, StorageError, checkout_sessions, subscriptions
 
 from ._hub import StatusHub
 
@@ -46,12 +47,18 @@ async def republish_statuses(db: Database, hub: StatusHub) -> None:
     listener lost its connection, a change another process made meanwhile was not heard.
     A subscriber passes on only what differs from what it last sent."""
     for resource_id in hub.resource_ids():
+        # A subscription is approved on the same page as a session; the id says which.
+        by_id = (
+            subscriptions.by_id
+            if resource_id.startswith(SUBSCRIPTION_PREFIX)
+            else checkout_sessions.by_id
+        )
         try:
-            session = await db.read(checkout_sessions.by_id, resource_id)
+            found = await db.read(by_id, resource_id)
         except StorageError as error:  # the listener will call again when it is back
             log_event(
                 "could not re-read live statuses", logging.WARNING, error=type(error).__name__
             )
             return
-        if session is not None:
-            publish_status(hub, resource_id, session.status)
+        if found is not None:
+            publish_status(hub, resource_id, found.status)

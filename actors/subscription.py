@@ -1,0 +1,628 @@
+"""Subscriptions and test clocks: the actor that owns each subscription's transitions, and
+the operations the HTTP layer and the hosted page call."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from typing import Any
+
+import attrs
+import trio
+from fgcpay.clock import Clock
+from fgcpay.domain import customers, errors, ids, periods, subscriptions
+from fgcpay.domain import test_clocks as clock_rules
+from fgcpay.domain.idempotency import Completion
+from fgcpay.domain.subscriptions import Subscription, SubscriptionRequest
+from fgcpay.domain.test_clocks import TestClock, TestClockRequest
+from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
+from fgcpay.domain.webhooks import Event, new_event
+from fgcpay.logs import log_event
+from fgcpay.storage import Database, Tx
+from fgcpay.storage import customers as customer_rows
+from fgcpay.storage import subscriptions as subscription_rows
+from fgcpay.storage import test_clocks as clock_rows
+from fgcpay.storage.paging import cursor_position
+
+from ._runtime import ActorHost
+from .checkout_session import (
+    ALREADY_FINAL,
+    BLOCKED,
+    BUSY,
+    DECLINED,
+    LOCKED,
+    MESSAGES,
+    RESERVE_RETRY_SECONDS,
+    RESERVE_WAIT_SECONDS,
+    WRONG_CREDENTIALS,
+)
+
+KIND = "subscription"
+
+
+@attrs.frozen
+class Approve:
+    """The customer approves on the hosted page; the first interval is charged with it."""
+
+    customer_code: str
+    pin: str = attrs.field(repr=False)  # never in a repr, a log line or an error
+
+
+@attrs.frozen
+class Cancel:
+    """The merchant cancels."""
+
+
+@attrs.frozen
+class Act:
+    """Do everything due now, one step at a time, in order: renewals, retries, the end
+    (sent by the renewal sweep and by a test clock's advance)."""
+
+
+@attrs.frozen
+class Snapshot:
+    """Reply with the subscription as the actor holds it."""
+
+
+@attrs.frozen
+class Reload:
+    """Read the subscription again from storage (its test clock was deleted with it)."""
+
+
+# Outcomes of Approve beyond the checkout's (the same codes, PIN rules and messages).
+APPROVED = "approved"
+
+
+@attrs.frozen
+class ApproveResult:
+    """What an approval did, in the customer's terms (the outcomes of `ConfirmResult`)."""
+
+    outcome: str
+    subscription: Subscription
+
+    @property
+    def message(self) -> str:
+        return MESSAGES.get(self.outcome, "")
+
+
+Listener = Callable[[Subscription], None]
+
+# Each transition's conditional write: with a charge (money moves) or without.
+_CHARGING_WRITES = {
+    "approve": subscription_rows.approve,
+    "renew": subscription_rows.renew,
+    "recover": subscription_rows.recover,
+}
+_WRITES = {
+    "decline": subscription_rows.decline,
+    "retry_declined": subscription_rows.retry_declined,
+    "cancel": subscription_rows.cancel,
+    "end": subscription_rows.end,
+}
+
+
+def _settle_and_approve(
+    tx: Tx,
+    scope: str,
+    code: str,
+    now_us: int,
+    before: Subscription,
+    after: Subscription,
+    charge: Transaction,
+    events: Sequence[Event],
+) -> bool:
+    # The right PIN's attempt settles with the approval: one commit, as a session's payment.
+    customer_rows.settle_attempt(tx, scope, code, now_us, True)
+    return subscription_rows.approve(tx, before, after, charge, events)
+
+
+class SubscriptionActor:
+    """Behaviour of one subscription. State: the subscription, or None if it does not exist."""
+
+    kind = KIND
+
+    def __init__(
+        self, db: Database, clock: Clock, secret_key: str, public_url: str, on_change: Listener
+    ) -> None:
+        self.db = db
+        self.clock = clock
+        self.secret_key = secret_key
+        self.public_url = public_url
+        self.on_change = on_change
+        # Test customers' outcomes never change while a process runs: one read per code.
+        self._outcomes: dict[str, str | None] = {}
+
+    async def activate(self, actor_id: str) -> Subscription | None:
+        return await self.db.read(subscription_rows.by_id, actor_id)
+
+    async def receive(
+        self, actor_id: str, state: Subscription | None, message: Any
+    ) -> tuple[Subscription | None, Any]:
+        if isinstance(message, Reload):
+            state = await self.activate(actor_id)
+            return state, state
+        if state is None:
+            raise errors.SubscriptionNotFound("No such subscription.")
+        if isinstance(message, Snapshot):
+            return state, state
+        if isinstance(message, Act):
+            state = await self._act(state)
+            return state, state
+        if isinstance(message, Cancel):
+            cancelled = await self._cancel(state)
+            if isinstance(cancelled, errors.ServiceError):
+                return state, cancelled
+            return cancelled, cancelled
+        if isinstance(message, Approve):
+            result = await self._approve(state, message)
+            return result.subscription, result
+        raise TypeError(f"unexpected message {message!r}")
+
+    # -- time -----------------------------------------------------------------------------
+
+    async def _now(self, sub: Subscription) -> int | None:
+        """The subscription's time: its test clock's frozen time, else the service's.
+        None when its clock is gone (deleted with the subscription)."""
+        if sub.test_clock_id is None:
+            return self.clock.now_us()
+        clock = await self.db.read(clock_rows.by_id, sub.test_clock_id)
+        return None if clock is None else clock.frozen_time
+
+    async def _reload(self, sub: Subscription) -> Subscription | None:
+        # Another process moved it on first: storage decided; take its word.
+        return await self.db.read(subscription_rows.by_id, sub.id)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def _event(self, sub: Subscription, event_type: str, now: int) -> Event:
+        return new_event(
+            ids.event_id(),
+            sub.merchant_id,
+            event_type,
+            sub.id,
+            sub.version,
+            subscriptions.to_json(sub, self.public_url),
+            now,
+        )
+
+    def _charge(self, before: Subscription, code: str, now: int) -> Transaction:
+        return Transaction(
+            id=ids.transaction_id(),
+            merchant_id=before.merchant_id,
+            kind=SUBSCRIPTION_CHARGE,
+            checkout_session_id=None,
+            customer_code=code,
+            amount_minor=before.amount_minor,
+            currency=before.currency,
+            created_at=now,
+            subscription_id=before.id,
+            period=before.charge_count,
+        )
+
+    async def _write(
+        self, before: Subscription, step: periods.Step, now: int, event_types: Sequence[str]
+    ) -> Subscription | None:
+        """Write `step` with its events (and its charge where money moves); the record as
+        stored after it, or storage's word when the row moved on first."""
+        after = step.subscription
+        events = [self._event(after, event_type, now) for event_type in event_types]
+        if step.transition in _CHARGING_WRITES:
+            assert after.customer_code is not None  # set at approval
+            charge = self._charge(before, after.customer_code, now)
+            written = await self.db.write(
+                _CHARGING_WRITES[step.transition], before, after, charge, events
+            )
+        else:
+            written = await self.db.write(_WRITES[step.transition], before, after, events)
+        if written:
+            self.on_change(after)
+            return after
+        return await self._reload(before)
+
+    # -- Act ------------------------------------------------------------------------------
+
+    async def _act(self, sub: Subscription | None) -> Subscription | None:
+        # One step at a time, asking again after each: after downtime every missed period
+        # is charged in order, each once (its write is guarded by the version before it).
+        while sub is not None:
+            now = await self._now(sub)
+            if now is None:
+                return await self._reload(sub)
+            action = periods.next_action(sub, now)
+            if action is None:
+                return sub
+            moved = await self._take(sub, action, now)
+            if moved == sub:
+                return sub  # nothing changed (cannot happen after a failed write): stop
+            sub = moved
+        return sub
+
+    async def _take(
+        self, sub: Subscription, action: periods.Action, now: int
+    ) -> Subscription | None:
+        # On a test clock each step happens at its own due time, as if time had flowed
+        # there; on the real clock at the time it really happened (late after downtime).
+        at = action.due_at if sub.test_clock_id is not None else now
+        if isinstance(action, periods.End):
+            return await self._write(
+                sub, periods.end(sub, action, now_us=at), at, ["subscription.ended"]
+            )
+        if await self._renewal_pays(sub):
+            step = periods.charged(sub, action, now_us=at)
+            return await self._write(sub, step, at, ["subscription.charged"])
+        step = periods.declined(sub, action, now_us=at)
+        event_types = ["subscription.payment_failed"]
+        if step.subscription.status == subscriptions.ENDED:
+            event_types.append("subscription.ended")
+        return await self._write(sub, step, at, event_types)
+
+    async def _renewal_pays(self, sub: Subscription) -> bool:
+        code = sub.customer_code
+        if code is None:
+            return False
+        if code not in self._outcomes:
+            customer = await self.db.read(customer_rows.by_code, code)
+            self._outcomes[code] = None if customer is None else customer.outcome
+        outcome = self._outcomes[code]
+        return outcome is not None and customers.renewal_pays(outcome)
+
+    # -- Cancel ---------------------------------------------------------------------------
+
+    async def _cancel(self, sub: Subscription) -> Subscription | errors.ServiceError:
+        current: Subscription | None = sub
+        while current is not None:
+            if not subscriptions.STATES.allows(current.status, subscriptions.CANCELLED):
+                return errors.SubscriptionNotCancellable(
+                    f"The subscription is {current.status} and cannot be cancelled.",
+                    {"id": current.id, "status": current.status},
+                )
+            now = await self._now(current)
+            if now is None:
+                break
+            step = periods.cancel(current, now_us=now)
+            written = await self._write(current, step, now, ["subscription.cancelled"])
+            if written is not None and written.status == subscriptions.CANCELLED:
+                return written
+            current = written  # moved on meanwhile: decide again on what is stored
+        return errors.SubscriptionNotFound("No such subscription.", {"id": sub.id})
+
+    # -- Approve --------------------------------------------------------------------------
+
+    async def _approve(self, sub: Subscription, request: Approve) -> ApproveResult:
+        now = await self._now(sub)
+        if now is None or not periods.approvable(sub, now):
+            return ApproveResult(ALREADY_FINAL, sub)
+        code = customers.normalize_code(request.customer_code)
+        if not code or len(code) > customers.MAX_CODE_LENGTH:
+            return ApproveResult(WRONG_CREDENTIALS, sub)
+        # The same reservation, comparison and lockout per code as a session's confirm;
+        # lockout windows run on the service's time, never a test clock's.
+        scope = customers.lock_scope(code, sub.merchant_id)
+        attempt = await self._reserve(scope, code)
+        if attempt.busy:
+            return ApproveResult(BUSY, sub)
+        if attempt.locked:
+            return ApproveResult(LOCKED, sub)
+        matched = len(request.pin) <= customers.MAX_PIN_LENGTH and customers.pin_matches(
+            self.secret_key, attempt.customer, code, request.pin
+        )
+        customer = attempt.customer
+        if matched and customer is not None and customers.pays(customer.outcome):
+            return await self._activate(sub, scope, code, now)
+        locked = await self.db.write(
+            customer_rows.settle_attempt, scope, code, self.clock.now_us(), matched
+        )
+        if not matched or customer is None:
+            return ApproveResult(LOCKED if locked else WRONG_CREDENTIALS, sub)
+        if customer.outcome == customers.INSUFFICIENT_FUNDS:
+            return ApproveResult(DECLINED, sub)
+        return ApproveResult(BLOCKED, sub)
+
+    async def _activate(self, sub: Subscription, scope: str, code: str, now: int) -> ApproveResult:
+        step = periods.approve(sub, customer_code=code, now_us=now)
+        after = step.subscription
+        events = [
+            self._event(after, "subscription.activated", now),
+            self._event(after, "subscription.charged", now),
+        ]
+        charge = self._charge(sub, code, now)
+        if await self.db.write(
+            _settle_and_approve, scope, code, self.clock.now_us(), sub, after, charge, events
+        ):
+            self.on_change(after)
+            return ApproveResult(APPROVED, after)
+        fresh = await self._reload(sub)
+        return ApproveResult(ALREADY_FINAL, fresh if fresh is not None else sub)
+
+    async def _reserve(self, scope: str, code: str) -> customers.PinAttempt:
+        """Reserve a PIN comparison, waiting while the code's slots are held by attempts in
+        flight (as a session's confirm does: they settle in milliseconds)."""
+        delay = RESERVE_RETRY_SECONDS
+        with trio.move_on_after(RESERVE_WAIT_SECONDS):
+            while True:
+                attempt = await self.db.write(
+                    customer_rows.reserve_attempt, scope, code, self.clock.now_us()
+                )
+                if not attempt.busy:
+                    return attempt
+                await trio.sleep(delay)
+                delay = min(delay * 2, 0.2)
+        return attempt
+
+
+@attrs.define
+class Subscriptions:
+    """Creating, reading and listing subscriptions; state changes go through the actors."""
+
+    db: Database
+    host: ActorHost
+    clock: Clock
+    public_url: str
+    eur_cents_per_fgc: Decimal
+    # Called after a commit that wrote events (the creation's): rings the dispatcher.
+    on_created: Callable[[Subscription], None] = lambda subscription: None
+
+    async def creation_time(self, merchant_id: str, test_clock_id: str | None) -> int:
+        """The time a subscription is created at: its test clock's frozen time, else the
+        service's. 400 on `test_clock` when the merchant has no such clock."""
+        if test_clock_id is None:
+            return self.clock.now_us()
+        found = None
+        if ids.looks_like_id(test_clock_id, clock_rules.TEST_CLOCK_PREFIX, 24):
+            found = await self.db.read(clock_rows.of_merchant, merchant_id, test_clock_id)
+        if found is None:
+            raise errors.ValidationFailed([errors.FieldError("test_clock", "No such test clock.")])
+        return found.frozen_time
+
+    def build(
+        self, request: SubscriptionRequest, merchant_id: str, now_us: int | None = None
+    ) -> Subscription:
+        """A new `paused` subscription made at `now_us` (`creation_time`; default the
+        service's time)."""
+        return subscriptions.new_subscription(
+            request,
+            subscription_id=ids.subscription_id(),
+            merchant_id=merchant_id,
+            now_us=self.clock.now_us() if now_us is None else now_us,
+            eur_cents_per_fgc=self.eur_cents_per_fgc,
+        )
+
+    async def create(self, subscription: Subscription, completion: Completion | None) -> None:
+        """Store a new subscription, its `subscription.created` event and its idempotent
+        answer in one transaction."""
+        event = new_event(
+            ids.event_id(),
+            subscription.merchant_id,
+            "subscription.created",
+            subscription.id,
+            subscription.version,
+            subscriptions.to_json(subscription, self.public_url),
+            subscription.created_at,
+        )
+        await self.db.write(subscription_rows.insert, subscription, completion, [event])
+        self.on_created(subscription)
+
+    async def get(self, merchant_id: str, subscription_id: str) -> Subscription:
+        """The merchant's subscription; 404 `subscription_not_found` for an unknown id or
+        another merchant's."""
+        found = None
+        if ids.looks_like_id(subscription_id, subscriptions.SUBSCRIPTION_PREFIX, 24):
+            found = await self.db.read(subscription_rows.of_merchant, merchant_id, subscription_id)
+        if found is None:
+            raise errors.SubscriptionNotFound("No such subscription.", {"id": subscription_id[:64]})
+        return found
+
+    async def page(
+        self, merchant_id: str, status: str | None, starting_after: str | None, limit: int
+    ) -> tuple[list[Subscription], bool]:
+        """One page of the merchant's subscriptions, newest first, and whether more follow."""
+        after = await cursor_position(
+            self.db,
+            subscription_rows.of_merchant,
+            merchant_id,
+            starting_after,
+            subscriptions.SUBSCRIPTION_PREFIX,
+        )
+        rows = await self.db.read(subscription_rows.page, merchant_id, status, after, limit + 1)
+        return rows[:limit], len(rows) > limit
+
+    async def cancel(self, merchant_id: str, subscription_id: str) -> Subscription:
+        """Cancel the merchant's subscription: 404 `subscription_not_found`, 409
+        `subscription_not_cancellable` once `cancelled` or `ended`."""
+        await self.get(merchant_id, subscription_id)
+        result: Subscription | errors.ServiceError = await self.host.ask(
+            KIND, subscription_id, Cancel()
+        )
+        if isinstance(result, errors.ServiceError):
+            raise result
+        return result
+
+    async def approve(self, subscription_id: str, customer_code: str, pin: str) -> ApproveResult:
+        """The customer approves with code and PIN; the subscription's actor decides."""
+        result: ApproveResult = await self.host.ask(
+            KIND, subscription_id, Approve(customer_code, pin)
+        )
+        return result
+
+    async def act(self, subscription_id: str) -> Subscription | None:
+        """Do everything due now; the subscription after it (None once it is gone)."""
+        result: Subscription | None = await self.host.ask(KIND, subscription_id, Act())
+        return result
+
+    async def snapshot(self, subscription_id: str) -> Subscription:
+        """The subscription as its actor holds it (after what it had queued)."""
+        result: Subscription = await self.host.ask(KIND, subscription_id, Snapshot())
+        return result
+
+    async def find(self, subscription_id: str) -> Subscription | None:
+        """Any merchant's subscription, for the hosted page (the id is the capability)."""
+        if not ids.looks_like_id(subscription_id, subscriptions.SUBSCRIPTION_PREFIX, 24):
+            return None
+        return await self.db.read(subscription_rows.by_id, subscription_id)
+
+
+ADVANCE_BATCH = 500
+ADVANCE_CONCURRENCY = 32
+ADVANCE_RETRY_SECONDS = 1.0
+RESUME_BATCH = 100
+
+
+@attrs.define
+class TestClocks:
+    """Test clocks: creating, reading, listing, deleting, and advancing, which runs what
+    falls due on the clock in the service's nursery."""
+
+    __test__ = False  # not a test class for pytest to collect
+
+    db: Database
+    host: ActorHost
+    clock: Clock
+    nursery: trio.Nursery
+    _running: set[str] = attrs.field(factory=set)
+
+    def build(self, request: TestClockRequest, merchant_id: str) -> TestClock:
+        return clock_rules.new_test_clock(
+            request,
+            clock_id=ids.test_clock_id(),
+            merchant_id=merchant_id,
+            now_us=self.clock.now_us(),
+        )
+
+    async def create(self, test_clock: TestClock, completion: Completion | None) -> None:
+        """Store a new clock (and its idempotent answer) in one transaction."""
+        await self.db.write(clock_rows.insert, test_clock, completion)
+
+    async def get(self, merchant_id: str, clock_id: str) -> TestClock:
+        """The merchant's clock; 404 for an unknown id or another merchant's."""
+        found = None
+        if ids.looks_like_id(clock_id, clock_rules.TEST_CLOCK_PREFIX, 24):
+            found = await self.db.read(clock_rows.of_merchant, merchant_id, clock_id)
+        if found is None:
+            raise errors.NotFound("No such test clock.", {"id": clock_id[:64]})
+        return found
+
+    async def page(
+        self, merchant_id: str, starting_after: str | None, limit: int
+    ) -> tuple[list[TestClock], bool]:
+        """One page of the merchant's clocks, newest first, and whether more follow."""
+        after = await cursor_position(
+            self.db, clock_rows.of_merchant, merchant_id, starting_after, "clock_test_"
+        )
+        rows = await self.db.read(clock_rows.page, merchant_id, after, limit + 1)
+        return rows[:limit], len(rows) > limit
+
+    async def delete(self, merchant_id: str, clock_id: str) -> TestClock:
+        """Delete the merchant's clock with its subscriptions; the clock as it was. 404
+        for an unknown id or another merchant's."""
+        found = await self.get(merchant_id, clock_id)
+        deleted = await self.db.write(clock_rows.delete, merchant_id, clock_id)
+        if deleted is None:
+            raise errors.NotFound("No such test clock.", {"id": clock_id[:64]})
+        if deleted:
+            self.nursery.start_soon(self._forget, deleted)
+        return found
+
+    async def _forget(self, subscription_ids: list[str]) -> None:
+        # Live actors of deleted subscriptions would answer from memory: make them re-read.
+        for subscription_id in subscription_ids:
+            try:
+                await self.host.tell(KIND, subscription_id, Reload())
+            except errors.ServiceError:
+                pass  # shutting down: nothing left to answer from memory
+
+    async def advance(self, merchant_id: str, clock_id: str, frozen_time: int) -> TestClock:
+        """Move the clock forward to `frozen_time` and run, in the background, everything
+        due on it up to then; the clock as written (`advancing`). 404 for an unknown clock,
+        400 unless later than its time, 409 `test_clock_advancing` while an advance runs."""
+        current = await self.get(merchant_id, clock_id)
+        while True:
+            if current.status == clock_rules.ADVANCING:
+                raise errors.TestClockAdvancing(
+                    "The test clock is still advancing; try again once it is ready.",
+                    {"id": clock_id},
+                )
+            clock_rules.check_advance(current, frozen_time)
+            started = await self.db.write(
+                clock_rows.begin_advance, current, frozen_time, self.clock.now_us()
+            )
+            if started is not None:
+                self._start(started)
+                return started
+            # Moved on meanwhile (another advance, a delete): decide again on what is stored.
+            current = await self.get(merchant_id, clock_id)
+
+    def _start(self, test_clock: TestClock) -> None:
+        if test_clock.id not in self._running:
+            self._running.add(test_clock.id)
+            self.nursery.start_soon(self._run_advance, test_clock)
+
+    async def resume(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Finish the advances a process left behind (it died mid-advance)."""
+        task_status.started()
+        while True:
+            try:
+                left = await self.db.read(clock_rows.advancing, RESUME_BATCH)
+            except Exception as error:
+                log_event(
+                    "could not read advancing clocks", logging.WARNING, error=type(error).__name__
+                )
+                await trio.sleep(ADVANCE_RETRY_SECONDS)
+                continue
+            for test_clock in left:
+                self._start(test_clock)
+            return
+
+    async def _run_advance(self, test_clock: TestClock) -> None:
+        try:
+            while not await self._advance_step(test_clock):
+                pass
+        finally:
+            self._running.discard(test_clock.id)
+
+    async def _advance_step(self, test_clock: TestClock) -> bool:
+        """One batch of the advance; True once the clock is `ready` (or gone, or another
+        process finished it)."""
+        try:
+            due = await self.db.read(
+                subscription_rows.due_on_clock, test_clock.id, test_clock.frozen_time, ADVANCE_BATCH
+            )
+            if due:
+                if await act_all(self.host, due, ADVANCE_CONCURRENCY):
+                    await trio.sleep(ADVANCE_RETRY_SECONDS)
+                return False
+            if await self.db.write(clock_rows.finish_advance, test_clock, self.clock.now_us()):
+                return True
+            stored = await self.db.read(clock_rows.by_id, test_clock.id)
+            return stored is None or stored.version != test_clock.version
+        except Exception as error:
+            log_event(
+                "test clock advance failed",
+                logging.WARNING,
+                clock_id=test_clock.id,
+                error_type=type(error).__name__,
+            )
+            await trio.sleep(ADVANCE_RETRY_SECONDS)
+            return False
+
+
+async def act_all(host: ActorHost, subscription_ids: Sequence[str], concurrency: int) -> bool:
+    """Ask each subscription's actor to `Act`, `concurrency` at a time; True when any ask
+    failed (it is still due: the caller tries again later)."""
+    failed = False
+    pending = iter(subscription_ids)
+
+    async def worker() -> None:
+        nonlocal failed
+        for subscription_id in pending:  # shared: each id taken by one worker
+            try:
+                await host.ask(KIND, subscription_id, Act())
+            except errors.ServiceError:
+                failed = True
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(min(concurrency, len(subscription_ids))):
+            nursery.start_soon(worker)
+    return failed
