@@ -39,6 +39,17 @@ from ._service import (
     make_settings,
     start_server,
 )
+from ._subscriptions import (
+    StoredEvent,
+    add_subscription,
+    add_test_clock,
+    charges_of,
+    events_of,
+    stored,
+    subscription_body,
+    utc_us,
+    wait_for_subscription_status,
+)
 from ._waiting import poll_until, wait_ready, wait_ready_blocking, wait_until
 
 __all__ = [
@@ -50,10 +61,19 @@ __all__ = [
     "NOW_US",
     "SECOND",
     "TEST_SECRET",
+    "StoredEvent",
     "WAIT_MS",
     "MerchantClient",
     "Server",
     "add_endpoint",
+    "add_subscription",
+    "add_test_clock",
+    "charges_of",
+    "events_of",
+    "stored",
+    "subscription_body",
+    "utc_us",
+    "wait_for_subscription_status",
     "after_transition",
     "assert_documented",
     "browser",
