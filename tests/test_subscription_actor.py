@@ -207,7 +207,13 @@ async def test_test_0004_renewals_are_declined_retried_then_ended(
     assert (await service.subscriptions.approve(sub.id, "TEST-0004", "1234")).outcome == APPROVED
     clock.jump(28 * DAYS + 1)  # the first renewal is due on Feb 28
     await wait_for_subscription_status(service, sub.id, subs.PAST_DUE)
-    # No jump: the sweep sleeps until each retry is due and the clock jumps there by itself.
+    clock.jump(1 * DAYS)  # the first retry, a day after the due time
+
+    async def retried() -> bool:
+        return (await stored(server.db, sub.id)).failed_attempts == 2
+
+    await wait_until(retried, within=DAYS / 2, what="the first retry declined")
+    clock.jump(2 * DAYS)  # the last retry, three days after the due time
     await wait_for_subscription_status(service, sub.id, subs.ENDED)
     ended = await stored(server.db, sub.id)
     assert (ended.ended_reason, ended.charge_count, ended.failed_attempts) == (
