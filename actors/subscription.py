@@ -150,10 +150,7 @@ class SubscriptionActor:
             state = await self._act(state)
             return state, state
         if isinstance(message, Cancel):
-            cancelled = await self._cancel(state)
-            if isinstance(cancelled, errors.ServiceError):
-                return state, cancelled
-            return cancelled, cancelled
+            return await self._cancel(state)
         if isinstance(message, Approve):
             result = await self._approve(state, message)
             return result.subscription, result
@@ -175,7 +172,9 @@ class SubscriptionActor:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def _event(self, sub: Subscription, event_type: str, now: int) -> Event:
+    def _event(self, sub: Subscription, event_type: str) -> Event:
+        # Stamped with the service's time, even on a test clock: an event's time is when
+        # its deliveries are due, and a clock's time may be years ahead of the real one.
         return new_event(
             ids.event_id(),
             sub.merchant_id,
@@ -183,7 +182,7 @@ class SubscriptionActor:
             sub.id,
             sub.version,
             subscriptions.to_json(sub, self.public_url),
-            now,
+            self.clock.now_us(),
         )
 
     def _charge(self, before: Subscription, code: str, now: int) -> Transaction:
@@ -206,7 +205,7 @@ class SubscriptionActor:
         """Write `step` with its events (and its charge where money moves); the record as
         stored after it, or storage's word when the row moved on first."""
         after = step.subscription
-        events = [self._event(after, event_type, now) for event_type in event_types]
+        events = [self._event(after, event_type) for event_type in event_types]
         if step.transition in _CHARGING_WRITES:
             assert after.customer_code is not None  # set at approval
             charge = self._charge(before, after.customer_code, now)
@@ -269,23 +268,28 @@ class SubscriptionActor:
 
     # -- Cancel ---------------------------------------------------------------------------
 
-    async def _cancel(self, sub: Subscription) -> Subscription | errors.ServiceError:
+    async def _cancel(
+        self, sub: Subscription
+    ) -> tuple[Subscription | None, Subscription | errors.ServiceError]:
+        """The new state, and the reply: the cancelled record or the refusal (a reply, not
+        a raise, so that the state read meanwhile is kept)."""
         current: Subscription | None = sub
         while current is not None:
             if not subscriptions.STATES.allows(current.status, subscriptions.CANCELLED):
-                return errors.SubscriptionNotCancellable(
+                return current, errors.SubscriptionNotCancellable(
                     f"The subscription is {current.status} and cannot be cancelled.",
                     {"id": current.id, "status": current.status},
                 )
             now = await self._now(current)
             if now is None:
+                current = await self._reload(current)
                 break
             step = periods.cancel(current, now_us=now)
             written = await self._write(current, step, now, ["subscription.cancelled"])
-            if written is not None and written.status == subscriptions.CANCELLED:
-                return written
+            if written == step.subscription:
+                return written, written
             current = written  # moved on meanwhile: decide again on what is stored
-        return errors.SubscriptionNotFound("No such subscription.", {"id": sub.id})
+        return current, errors.SubscriptionNotFound("No such subscription.", {"id": sub.id})
 
     # -- Approve --------------------------------------------------------------------------
 
@@ -323,8 +327,8 @@ class SubscriptionActor:
         step = periods.approve(sub, customer_code=code, now_us=now)
         after = step.subscription
         events = [
-            self._event(after, "subscription.activated", now),
-            self._event(after, "subscription.charged", now),
+            self._event(after, "subscription.activated"),
+            self._event(after, "subscription.charged"),
         ]
         charge = self._charge(sub, code, now)
         if await self.db.write(
@@ -398,7 +402,7 @@ class Subscriptions:
             subscription.id,
             subscription.version,
             subscriptions.to_json(subscription, self.public_url),
-            subscription.created_at,
+            self.clock.now_us(),  # not a test clock's time (see SubscriptionActor._event)
         )
         await self.db.write(subscription_rows.insert, subscription, completion, [event])
         self.on_created(subscription)

@@ -18,6 +18,7 @@ from fgcpay.domain import subscriptions as subs
 from fgcpay.domain.periods import DAY_US
 from fgcpay.domain.times import iso_ms
 from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE
+from fgcpay.live_status import StatusHub, republish_statuses
 from fgcpay.service import Service
 from fgcpay.settings import Settings
 from fgcpay.storage import subscriptions as subscription_rows
@@ -416,7 +417,11 @@ async def test_advancing_a_test_clock_a_year_runs_every_renewal_then_reads_ready
     charges = await charges_of(server.db, monthly.id)
     assert [charge.created_at for charge in charges] == YEAR_OF_STARTS
     charged = [e for e in await events_of(server.db, monthly.id) if e.type.endswith("charged")]
-    assert [event.created_at for event in charged] == YEAR_OF_STARTS
+    assert [event.data["current_period_start"] for event in charged] == [
+        iso_ms(start) for start in YEAR_OF_STARTS
+    ]
+    # Events carry the service's time (their deliveries are due then), not the clock's.
+    assert all(event.created_at < ANCHOR for event in charged)
     assert (await stored(server.db, daily.id)).charge_count == 367  # period 0 and 366 days
     # Only forward.
     with pytest.raises(errors.ValidationFailed) as backwards:
@@ -480,3 +485,20 @@ async def test_a_subscription_on_an_unknown_clock_is_refused(server: Server) -> 
     with pytest.raises(errors.ValidationFailed) as refused:
         await add_subscription(service_of(server), merchant.id, test_clock="clock_test_" + "0" * 24)
     assert [error.field for error in refused.value.errors] == ["test_clock"]
+
+
+# -- live status --------------------------------------------------------------------------
+
+
+async def test_a_reconnect_rereads_the_followed_subscriptions_too(server: Server) -> None:
+    """After the status listener lost its connection, the followed ids are read again: a
+    subscription's from the subscriptions (by its prefix), a session's from the sessions."""
+    merchant = await server.merchant()
+    record = subscription_record(merchant.id, subs.ACTIVE)
+    await server.db.write(subscription_rows.insert, record, None)
+    session_id = (await merchant.post("/checkout/sessions", json=_session_body())).json()["id"]
+    hub = StatusHub()
+    with hub.subscribe(record.id) as sub_heard, hub.subscribe(session_id) as session_heard:
+        await republish_statuses(server.db, hub)
+        assert await sub_heard.next() == {"id": record.id, "status": subs.ACTIVE}
+        assert await session_heard.next() == {"id": session_id, "status": "created"}
