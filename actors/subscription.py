@@ -469,7 +469,8 @@ class Subscriptions:
 ADVANCE_BATCH = 500
 ADVANCE_CONCURRENCY = 32
 ADVANCE_RETRY_SECONDS = 1.0
-RESUME_BATCH = 100
+# Clocks left advancing that one start resumes (longest first); more are unlikely.
+RESUME_BATCH = 1000
 
 
 @attrs.define
