@@ -1,4 +1,4 @@
-"""The actor runtime and the actors that own checkout sessions (and, later, subscriptions)."""
+"""The actor runtime and the actors that own checkout sessions and subscriptions."""
 
 from ._runtime import ActorHost, Behaviour
 

@@ -1,9 +1,8 @@
-"""Subscriptions and test clocks: the actor that owns each subscription's transitions, and
-the operations the HTTP layer and the hosted page call."""
+"""Subscriptions: the actor that owns each subscription's transitions, and the operations
+the HTTP layer, the hosted page, the renewal sweep and test clocks call."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
@@ -15,10 +14,8 @@ from fgcpay.domain import customers, errors, ids, periods, subscriptions
 from fgcpay.domain import test_clocks as clock_rules
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.subscriptions import Subscription, SubscriptionRequest
-from fgcpay.domain.test_clocks import TestClock, TestClockRequest
 from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
 from fgcpay.domain.webhooks import Event, new_event
-from fgcpay.logs import log_event
 from fgcpay.storage import Database, Tx
 from fgcpay.storage import customers as customer_rows
 from fgcpay.storage import subscriptions as subscription_rows
@@ -464,153 +461,6 @@ class Subscriptions:
         if not ids.looks_like_id(subscription_id, subscriptions.SUBSCRIPTION_PREFIX, 24):
             return None
         return await self.db.read(subscription_rows.by_id, subscription_id)
-
-
-ADVANCE_BATCH = 500
-ADVANCE_CONCURRENCY = 32
-ADVANCE_RETRY_SECONDS = 1.0
-# Clocks left advancing that one start resumes (longest first); more are unlikely.
-RESUME_BATCH = 1000
-
-
-@attrs.define
-class TestClocks:
-    """Test clocks: creating, reading, listing, deleting, and advancing, which runs what
-    falls due on the clock in the service's nursery."""
-
-    __test__ = False  # not a test class for pytest to collect
-
-    db: Database
-    host: ActorHost
-    clock: Clock
-    nursery: trio.Nursery
-    _running: set[str] = attrs.field(factory=set)
-
-    def build(self, request: TestClockRequest, merchant_id: str) -> TestClock:
-        return clock_rules.new_test_clock(
-            request,
-            clock_id=ids.test_clock_id(),
-            merchant_id=merchant_id,
-            now_us=self.clock.now_us(),
-        )
-
-    async def create(self, test_clock: TestClock, completion: Completion | None) -> None:
-        """Store a new clock (and its idempotent answer) in one transaction."""
-        await self.db.write(clock_rows.insert, test_clock, completion)
-
-    async def get(self, merchant_id: str, clock_id: str) -> TestClock:
-        """The merchant's clock; 404 for an unknown id or another merchant's."""
-        found = None
-        if ids.looks_like_id(clock_id, clock_rules.TEST_CLOCK_PREFIX, 24):
-            found = await self.db.read(clock_rows.of_merchant, merchant_id, clock_id)
-        if found is None:
-            raise errors.NotFound("No such test clock.", {"id": clock_id[:64]})
-        return found
-
-    async def page(
-        self, merchant_id: str, starting_after: str | None, limit: int
-    ) -> tuple[list[TestClock], bool]:
-        """One page of the merchant's clocks, newest first, and whether more follow."""
-        after = await cursor_position(
-            self.db, clock_rows.of_merchant, merchant_id, starting_after, "clock_test_"
-        )
-        rows = await self.db.read(clock_rows.page, merchant_id, after, limit + 1)
-        return rows[:limit], len(rows) > limit
-
-    async def delete(self, merchant_id: str, clock_id: str) -> TestClock:
-        """Delete the merchant's clock with its subscriptions; the clock as it was. 404
-        for an unknown id or another merchant's."""
-        found = await self.get(merchant_id, clock_id)
-        deleted = await self.db.write(clock_rows.delete, merchant_id, clock_id)
-        if deleted is None:
-            raise errors.NotFound("No such test clock.", {"id": clock_id[:64]})
-        if deleted:
-            self.nursery.start_soon(self._forget, deleted)
-        return found
-
-    async def _forget(self, subscription_ids: list[str]) -> None:
-        # Live actors of deleted subscriptions would answer from memory: make them re-read.
-        for subscription_id in subscription_ids:
-            try:
-                await self.host.tell(KIND, subscription_id, Reload())
-            except errors.ServiceError:
-                pass  # shutting down: nothing left to answer from memory
-
-    async def advance(self, merchant_id: str, clock_id: str, frozen_time: int) -> TestClock:
-        """Move the clock forward to `frozen_time` and run, in the background, everything
-        due on it up to then; the clock as written (`advancing`). 404 for an unknown clock,
-        400 unless later than its time, 409 `test_clock_advancing` while an advance runs."""
-        current = await self.get(merchant_id, clock_id)
-        while True:
-            if current.status == clock_rules.ADVANCING:
-                raise errors.TestClockAdvancing(
-                    "The test clock is still advancing; try again once it is ready.",
-                    {"id": clock_id},
-                )
-            clock_rules.check_advance(current, frozen_time)
-            started = await self.db.write(
-                clock_rows.begin_advance, current, frozen_time, self.clock.now_us()
-            )
-            if started is not None:
-                self._start(started)
-                return started
-            # Moved on meanwhile (another advance, a delete): decide again on what is stored.
-            current = await self.get(merchant_id, clock_id)
-
-    def _start(self, test_clock: TestClock) -> None:
-        if test_clock.id not in self._running:
-            self._running.add(test_clock.id)
-            self.nursery.start_soon(self._run_advance, test_clock)
-
-    async def resume(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Finish the advances a process left behind (it died mid-advance)."""
-        task_status.started()
-        while True:
-            try:
-                left = await self.db.read(clock_rows.advancing, RESUME_BATCH)
-            except Exception as error:
-                log_event(
-                    "could not read advancing clocks", logging.WARNING, error=type(error).__name__
-                )
-                await trio.sleep(ADVANCE_RETRY_SECONDS)
-                continue
-            for test_clock in left:
-                self._start(test_clock)
-            return
-
-    async def _run_advance(self, test_clock: TestClock) -> None:
-        try:
-            while not await self._advance_step(test_clock):
-                pass
-        finally:
-            self._running.discard(test_clock.id)
-
-    async def _advance_step(self, test_clock: TestClock) -> bool:
-        """One batch of the advance; True once the clock is `ready` (or gone, or another
-        process finished it)."""
-        try:
-            due = await self.db.read(
-                subscription_rows.due_on_clock, test_clock.id, test_clock.frozen_time, ADVANCE_BATCH
-            )
-            if due:
-                if await act_all(self.host, due, ADVANCE_CONCURRENCY):
-                    await trio.sleep(ADVANCE_RETRY_SECONDS)
-                return False
-            if await self.db.write(clock_rows.finish_advance, test_clock, self.clock.now_us()):
-                return True
-            stored = await self.db.read(clock_rows.by_id, test_clock.id)
-            return stored is None or stored.version != test_clock.version
-        except Exception as error:
-            log_event(
-                "test clock advance failed",
-                logging.WARNING,
-                clock_id=test_clock.id,
-                error_type=type(error).__name__,
-            )
-            await trio.sleep(ADVANCE_RETRY_SECONDS)
-            return False
 
 
 async def act_all(host: ActorHost, subscription_ids: Sequence[str], concurrency: int) -> bool:

@@ -19,7 +19,8 @@ import trio
 from fgcpay import server
 from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessionActor, CheckoutSessions
-from fgcpay.actors.subscription import SubscriptionActor, Subscriptions, TestClocks
+from fgcpay.actors.subscription import SubscriptionActor, Subscriptions
+from fgcpay.actors.test_clocks import TestClocks
 from fgcpay.clock import Clock, SystemClock
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.customers import TEST_CUSTOMERS, pin_hmac
