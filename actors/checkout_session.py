@@ -9,19 +9,18 @@ from decimal import Decimal
 from typing import Any
 
 import attrs
-import trio
 from fgcpay.clock import Clock
-from fgcpay.domain import checkout, customers, errors, ids, money
+from fgcpay.domain import checkout, errors, ids, money
 from fgcpay.domain.checkout import CheckoutRequest, CheckoutSession
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.transactions import PAYMENT, Transaction
 from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.logs import log_event
 from fgcpay.storage import Database, checkout_sessions
-from fgcpay.storage import customers as customer_rows
 from fgcpay.storage.paging import cursor_position
 
 from ._runtime import ActorHost
+from .authorization import ALREADY_FINAL, MESSAGES, Authorized, authorize
 
 KIND = "checkout_session"
 
@@ -44,28 +43,9 @@ class Confirm:
     pin: str = attrs.field(repr=False)  # never in a repr, a log line or an error
 
 
-# Outcomes of Confirm, in the customer's terms.
+# Confirm's outcome when it paid; the others are `authorization`'s (ALREADY_FINAL and the
+# refusals), in the customer's terms.
 PAID = "paid"
-ALREADY_FINAL = "already_final"  # the session is in a final status: nothing to do
-WRONG_CREDENTIALS = "wrong_credentials"
-LOCKED = "locked"
-DECLINED = "declined"
-BLOCKED = "blocked"
-
-BUSY = "busy"  # the code's attempts in flight did not settle in time: try again
-
-# A confirm waits this long at most for a code's attempts in flight to settle.
-RESERVE_WAIT_SECONDS = 5.0
-RESERVE_RETRY_SECONDS = 0.01
-
-MESSAGES = {
-    WRONG_CREDENTIALS: "The customer code or PIN is not right. Nothing was charged.",
-    BUSY: "This customer code is being checked in another payment. Nothing was charged;"
-    " please try again in a moment.",
-    LOCKED: "Too many wrong PINs for this customer code. It is locked for 15 minutes.",
-    DECLINED: "Payment declined: insufficient funds. Nothing was charged.",
-    BLOCKED: "Payment refused: this customer is blocked. Nothing was charged.",
-}
 
 
 @attrs.frozen
@@ -131,30 +111,13 @@ class CheckoutSessionActor:
         if session.is_expired_at(now):
             # Never payable past expires_at, whether or not the sweep has run.
             return ConfirmResult(ALREADY_FINAL, await self._expire(session))
-        code = customers.normalize_code(request.customer_code)
-        if not code or len(code) > customers.MAX_CODE_LENGTH:
-            return ConfirmResult(WRONG_CREDENTIALS, session)
-        # Reserve the comparison first, in one atomic write per code (not per session): a
-        # code that is locked, or has five attempts counted or in flight, is refused here
-        # before any PIN is compared. An unknown code is counted and locked the same way.
-        scope = customers.lock_scope(code, session.merchant_id)
-        attempt = await self._reserve(scope, code)
-        if attempt.busy:
-            return ConfirmResult(BUSY, session)
-        if attempt.locked:
-            return ConfirmResult(LOCKED, session)
-        matched = len(request.pin) <= customers.MAX_PIN_LENGTH and customers.pin_matches(
-            self.secret_key, attempt.customer, code, request.pin
-        )
-        customer = attempt.customer
-        if matched and customer is not None and customers.pays(customer.outcome):
-            return await self._pay(session, scope, code, now)
-        locked = await self.db.write(customer_rows.settle_attempt, scope, code, now, matched)
-        if not matched or customer is None:
-            return ConfirmResult(LOCKED if locked else WRONG_CREDENTIALS, session)
-        if customer.outcome == customers.INSUFFICIENT_FUNDS:
-            return ConfirmResult(DECLINED, session)
-        return ConfirmResult(BLOCKED, session)
+        authorized = await authorize(
+            self.db, self.clock, self.secret_key, session.merchant_id, request.customer_code,
+            request.pin,
+        )  # fmt: skip
+        if not isinstance(authorized, Authorized):
+            return ConfirmResult(authorized, session)
+        return await self._pay(session, authorized.scope, authorized.code, now)
 
     async def _pay(
         self, session: CheckoutSession, scope: str, code: str, now: int
@@ -183,23 +146,6 @@ class CheckoutSessionActor:
         # Another process moved it on first (paid or expired): storage decided.
         fresh = await self.db.read(checkout_sessions.by_id, session.id)
         return ConfirmResult(ALREADY_FINAL, fresh if fresh is not None else session)
-
-    async def _reserve(self, scope: str, code: str) -> customers.PinAttempt:
-        """Reserve a PIN comparison; while the code's five slots are held by attempts in
-        flight (other sessions paying with it right now), wait for them to settle: they
-        decide in milliseconds whether the code locks, and a customer whose turn comes
-        after them must not be told "locked" when nothing was wrong."""
-        delay = RESERVE_RETRY_SECONDS
-        with trio.move_on_after(RESERVE_WAIT_SECONDS):
-            while True:
-                attempt = await self.db.write(
-                    customer_rows.reserve_attempt, scope, code, self.clock.now_us()
-                )
-                if not attempt.busy:
-                    return attempt
-                await trio.sleep(delay)
-                delay = min(delay * 2, 0.2)
-        return attempt
 
     async def _expire(self, session: CheckoutSession) -> CheckoutSession:
         now = self.clock.now_us()

@@ -23,17 +23,7 @@ from fgcpay.storage import test_clocks as clock_rows
 from fgcpay.storage.paging import cursor_position
 
 from ._runtime import ActorHost
-from .checkout_session import (
-    ALREADY_FINAL,
-    BLOCKED,
-    BUSY,
-    DECLINED,
-    LOCKED,
-    MESSAGES,
-    RESERVE_RETRY_SECONDS,
-    RESERVE_WAIT_SECONDS,
-    WRONG_CREDENTIALS,
-)
+from .authorization import ALREADY_FINAL, MESSAGES, Authorized, authorize
 
 KIND = "subscription"
 
@@ -294,31 +284,14 @@ class SubscriptionActor:
         now = await self._now(sub)
         if now is None or not periods.approvable(sub, now):
             return ApproveResult(ALREADY_FINAL, sub)
-        code = customers.normalize_code(request.customer_code)
-        if not code or len(code) > customers.MAX_CODE_LENGTH:
-            return ApproveResult(WRONG_CREDENTIALS, sub)
-        # The same reservation, comparison and lockout per code as a session's confirm;
-        # lockout windows run on the service's time, never a test clock's.
-        scope = customers.lock_scope(code, sub.merchant_id)
-        attempt = await self._reserve(scope, code)
-        if attempt.busy:
-            return ApproveResult(BUSY, sub)
-        if attempt.locked:
-            return ApproveResult(LOCKED, sub)
-        matched = len(request.pin) <= customers.MAX_PIN_LENGTH and customers.pin_matches(
-            self.secret_key, attempt.customer, code, request.pin
-        )
-        customer = attempt.customer
-        if matched and customer is not None and customers.pays(customer.outcome):
-            return await self._activate(sub, scope, code, now)
-        locked = await self.db.write(
-            customer_rows.settle_attempt, scope, code, self.clock.now_us(), matched
-        )
-        if not matched or customer is None:
-            return ApproveResult(LOCKED if locked else WRONG_CREDENTIALS, sub)
-        if customer.outcome == customers.INSUFFICIENT_FUNDS:
-            return ApproveResult(DECLINED, sub)
-        return ApproveResult(BLOCKED, sub)
+        # The same reservation, comparison and lockout per code as a session's confirm.
+        authorized = await authorize(
+            self.db, self.clock, self.secret_key, sub.merchant_id, request.customer_code,
+            request.pin,
+        )  # fmt: skip
+        if not isinstance(authorized, Authorized):
+            return ApproveResult(authorized, sub)
+        return await self._activate(sub, authorized.scope, authorized.code, now)
 
     async def _activate(self, sub: Subscription, scope: str, code: str, now: int) -> ApproveResult:
         step = periods.approve(sub, customer_code=code, now_us=now)
@@ -335,21 +308,6 @@ class SubscriptionActor:
             return ApproveResult(APPROVED, after)
         fresh = await self._reload(sub)
         return ApproveResult(ALREADY_FINAL, fresh if fresh is not None else sub)
-
-    async def _reserve(self, scope: str, code: str) -> customers.PinAttempt:
-        """Reserve a PIN comparison, waiting while the code's slots are held by attempts in
-        flight (as a session's confirm does: they settle in milliseconds)."""
-        delay = RESERVE_RETRY_SECONDS
-        with trio.move_on_after(RESERVE_WAIT_SECONDS):
-            while True:
-                attempt = await self.db.write(
-                    customer_rows.reserve_attempt, scope, code, self.clock.now_us()
-                )
-                if not attempt.busy:
-                    return attempt
-                await trio.sleep(delay)
-                delay = min(delay * 2, 0.2)
-        return attempt
 
 
 @attrs.define

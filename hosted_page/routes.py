@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fgcpay.actors.checkout_session import ALREADY_FINAL, PAID, ConfirmResult
+from fgcpay.actors.authorization import ALREADY_FINAL
+from fgcpay.actors.checkout_session import PAID, ConfirmResult
 from fgcpay.domain import checkout, errors
 from fgcpay.http.errors import database_unavailable
 from fgcpay.http.plumbing import current_service

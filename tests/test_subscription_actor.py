@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from fgcpay.actors import checkout_session as outcomes
+from fgcpay.actors import authorization as outcomes
+from fgcpay.actors import checkout_session
 from fgcpay.actors.subscription import APPROVED
 from fgcpay.clock import TrioClock
 from fgcpay.domain import errors
@@ -158,7 +159,7 @@ async def test_test_0004_pays_a_checkout_session(server: Server) -> None:
     merchant = await server.merchant()
     session_id = (await merchant.post("/checkout/sessions", json=_session_body())).json()["id"]
     result = await service_of(server).checkout.confirm(session_id, "TEST-0004", "1234")
-    assert result.outcome == outcomes.PAID
+    assert result.outcome == checkout_session.PAID
 
 
 # -- renewals on the real (mock) clock -----------------------------------------------------
