@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -142,6 +142,27 @@ class ActorHost:
         if reply.error is not None:
             raise reply.error
         return reply.value
+
+    async def ask_all(
+        self, kind: str, actor_ids: Sequence[str], message: Hashable, concurrency: int
+    ) -> bool:
+        """`ask` each actor `message`, `concurrency` at a time; True when any ask failed
+        with a `ServiceError` (the caller tries again later: its work is still due)."""
+        failed = False
+        pending = iter(actor_ids)
+
+        async def worker() -> None:
+            nonlocal failed
+            for actor_id in pending:  # shared: each id taken by one worker
+                try:
+                    await self.ask(kind, actor_id, message)
+                except errors.ServiceError:
+                    failed = True
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(min(concurrency, len(actor_ids))):
+                nursery.start_soon(worker)
+        return failed
 
     async def tell(self, kind: str, actor_id: str, message: Hashable) -> None:
         """Queue `message` without waiting for it to be handled (waits for mailbox room)."""

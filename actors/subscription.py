@@ -8,7 +8,6 @@ from decimal import Decimal
 from typing import Any
 
 import attrs
-import trio
 from fgcpay.clock import Clock
 from fgcpay.domain import customers, errors, ids, periods, subscriptions
 from fgcpay.domain import test_clocks as clock_rules
@@ -419,23 +418,3 @@ class Subscriptions:
         if not ids.looks_like_id(subscription_id, subscriptions.SUBSCRIPTION_PREFIX, 24):
             return None
         return await self.db.read(subscription_rows.by_id, subscription_id)
-
-
-async def act_all(host: ActorHost, subscription_ids: Sequence[str], concurrency: int) -> bool:
-    """Ask each subscription's actor to `Act`, `concurrency` at a time; True when any ask
-    failed (it is still due: the caller tries again later)."""
-    failed = False
-    pending = iter(subscription_ids)
-
-    async def worker() -> None:
-        nonlocal failed
-        for subscription_id in pending:  # shared: each id taken by one worker
-            try:
-                await host.ask(KIND, subscription_id, Act())
-            except errors.ServiceError:
-                failed = True
-
-    async with trio.open_nursery() as nursery:
-        for _ in range(min(concurrency, len(subscription_ids))):
-            nursery.start_soon(worker)
-    return failed

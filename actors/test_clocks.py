@@ -19,7 +19,7 @@ from fgcpay.storage import test_clocks as clock_rows
 from fgcpay.storage.paging import cursor_position
 
 from ._runtime import ActorHost
-from .subscription import KIND, Reload, act_all
+from .subscription import KIND, Act, Reload
 
 ADVANCE_BATCH = 500
 ADVANCE_CONCURRENCY = 32
@@ -150,7 +150,7 @@ class TestClocks:
                 subscription_rows.due_on_clock, test_clock.id, test_clock.frozen_time, ADVANCE_BATCH
             )
             if due:
-                if await act_all(self.host, due, ADVANCE_CONCURRENCY):
+                if await self.host.ask_all(KIND, due, Act(), ADVANCE_CONCURRENCY):
                     await trio.sleep(ADVANCE_RETRY_SECONDS)
                 return False
             if await self.db.write(clock_rows.finish_advance, test_clock, self.clock.now_us()):

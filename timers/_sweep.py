@@ -1,0 +1,84 @@
+"""The loop every durable timer shares: read what is due from the database (indexed), hand
+it to the owning actors, sleep until the nearest due time, woken early by a doorbell.
+
+The due time lives in the database, so a restart forgets nothing; waking in memory is only
+an optimization. Every process may sweep: the actors' conditional writes make each change
+happen once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable
+
+import trio
+from fgcpay.actors import ActorHost
+from fgcpay.clock import Clock
+from fgcpay.logs import log_event
+from fgcpay.storage import Database
+
+BATCH = 500
+CONCURRENCY = 32
+# Work made due by other processes is seen at most this late.
+MAX_SLEEP_SECONDS = 30.0
+RETRY_SECONDS = 1.0
+
+
+class Sweeper:
+    """One durable timer: `due` and `next_due` read the database, and each due id's actor of
+    `kind` is asked `message`. Subclasses name the three."""
+
+    name = "sweep"  # in the log line of a failed sweep
+    kind = ""
+    message: Hashable = None
+
+    def __init__(
+        self, db: Database, host: ActorHost, clock: Clock, max_sleep: float = MAX_SLEEP_SECONDS
+    ) -> None:
+        self.db = db
+        self.host = host
+        self.clock = clock
+        self.max_sleep = max_sleep
+        self._wake_at_us: int | None = None
+        self._doorbell = trio.Event()
+
+    async def due(self, now_us: int, limit: int) -> list[str]:
+        """Up to `limit` ids due at `now_us`, the earliest first."""
+        raise NotImplementedError
+
+    async def next_due(self) -> int | None:
+        """The nearest due time, or None when nothing is waiting."""
+        raise NotImplementedError
+
+    def schedule(self, due_at_us: int) -> None:
+        """Something is now due at `due_at_us`: wake earlier if needed."""
+        if self._wake_at_us is None or due_at_us < self._wake_at_us:
+            self._doorbell.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            try:
+                sleep_for = await self.sweep_once()
+            except Exception as error:
+                log_event(f"{self.name} failed", logging.ERROR, error_type=type(error).__name__)
+                sleep_for = RETRY_SECONDS
+            self._doorbell = trio.Event()
+            self._wake_at_us = self.clock.now_us() + int(sleep_for * 1_000_000)
+            with trio.move_on_after(sleep_for):
+                await self._doorbell.wait()
+
+    async def sweep_once(self) -> float:
+        """Hand over what is due; return how long to sleep until the next is due."""
+        while True:
+            due = await self.due(self.clock.now_us(), BATCH)
+            if not due:
+                break
+            if await self.host.ask_all(self.kind, due, self.message, CONCURRENCY):
+                return RETRY_SECONDS  # an actor could not answer: still due, try again soon
+            if len(due) < BATCH:
+                break
+        next_due = await self.next_due()
+        if next_due is None:
+            return self.max_sleep
+        return min(self.max_sleep, max(0.0, (next_due - self.clock.now_us()) / 1_000_000))
