@@ -12,6 +12,7 @@ import pytest
 from fgcpay.domain import lists, periods, subscriptions, test_clocks
 from fgcpay.domain.errors import ValidationFailed
 from fgcpay.domain.test_clocks import parse_date_time
+from helpers import subscription_body
 from pydantic import TypeAdapter
 
 NOW = parse_date_time("2026-11-24T14:00:00Z")
@@ -23,19 +24,7 @@ FGC = re.compile(r"[0-9]+\.[0-9]{2}")
 TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 
-def body(**overrides: Any) -> dict[str, Any]:
-    """A valid `POST /subscriptions` body; `...` drops a field."""
-    fields: dict[str, Any] = {
-        "amount_fgc": "12.50",
-        "currency": "FGC",
-        "interval": "monthly",
-        "description": "Coffee club",
-        "merchant_customer_reference": "cust-42",
-        "success_url": "https://shop.example/thanks",
-        "cancel_url": "https://shop.example/cart",
-    }
-    fields.update(overrides)
-    return {name: value for name, value in fields.items() if value is not ...}
+body = subscription_body  # a valid `POST /subscriptions` body; `...` drops a field
 
 
 def problems(parse: Any, *args: Any) -> list[tuple[str, str]]:
