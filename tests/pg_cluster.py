@@ -100,6 +100,19 @@ class PgCluster:
             "start",
         )
 
+    def durable_database(self, name: str) -> str:
+        """A new database that commits as a production one does; its URL.
+
+        Test clusters run with synchronous_commit off, which acknowledges a commit before
+        its WAL is written: an immediate stop (`stop_server`) loses it. A test that stops
+        the cluster and then reads what was acknowledged needs this. A per-database setting
+        wins over the server's command line; fsync stays off, since the host does not
+        crash, only PostgreSQL stops.
+        """
+        self.psql(f"CREATE DATABASE {name}")
+        self.psql(f"ALTER DATABASE {name} SET synchronous_commit = on")
+        return self.url(name)
+
     def psql(self, sql: str, database: str = "postgres") -> None:
         self._run(
             str(self.bin_dir / "psql"),

@@ -260,8 +260,9 @@ def own_cluster() -> Any:
 async def test_postgres_stopped_every_answer_is_503_then_serves_again(
     tmp_path: Path, own_cluster: PgCluster, nursery: trio.Nursery
 ) -> None:
-    own_cluster.psql("CREATE DATABASE outage")
-    service = ServiceProcess(cwd=tmp_path, database_url=own_cluster.url("outage"))
+    # Stopped at once below: what was acknowledged must be there when it is back.
+    database_url = own_cluster.durable_database("outage")
+    service = ServiceProcess(cwd=tmp_path, database_url=database_url)
     try:
         f = await _prepare(service, nursery)
         own_cluster.stop_server()

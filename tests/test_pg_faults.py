@@ -16,7 +16,7 @@
 - LISTEN after an outage: a payment made through one process right after PostgreSQL is
   back reaches the status socket held by another process.
 
-Databases the tests stop commit synchronously (`_durable_database`), so "acknowledged"
+Databases the tests stop commit synchronously (`PgCluster.durable_database`), so "acknowledged"
 means durable as in production.
 """
 
@@ -78,19 +78,6 @@ def _pg_ctl(cluster: PgCluster, *args: str) -> None:
     if cluster.run_as:
         command = ["runuser", "-u", cluster.run_as, "--", *command]
     subprocess.run(command, check=True, capture_output=True, timeout=120)
-
-
-def _durable_database(cluster: PgCluster, name: str) -> str:
-    """A new database that commits as a production one does.
-
-    Test clusters run with synchronous_commit off, which acknowledges a commit before its
-    WAL is written: an immediate stop loses it. Here durability is the point. A
-    per-database setting wins over the server's command line; fsync stays off, since the
-    host does not crash, only PostgreSQL stops.
-    """
-    cluster.psql(f"CREATE DATABASE {name}")
-    cluster.psql(f"ALTER DATABASE {name} SET synchronous_commit = on")
-    return cluster.url(name)
 
 
 def _restart_fast(cluster: PgCluster) -> None:
@@ -326,7 +313,7 @@ async def _started_service(cwd: Path, database_url: str) -> tuple[ServiceProcess
 async def test_postgres_restarted_under_load_answers_2xx_503_or_429_and_serves_again(
     tmp_path: Path, own_cluster: PgCluster
 ) -> None:
-    url = _durable_database(own_cluster, "faults")
+    url = own_cluster.durable_database("faults")
     service, api_key = await _started_service(tmp_path, url)
     try:
         load = Load(service.url, api_key)
@@ -416,7 +403,7 @@ async def test_no_call_fails_on_a_connection_that_died_with_a_restart(
 ) -> None:
     """Only calls in flight during a restart may hear "unavailable": once PostgreSQL is
     back, a pooled connection that died with it is not handed to a caller."""
-    url = _durable_database(own_cluster, "pooled")
+    url = own_cluster.durable_database("pooled")
     async with open_database(url, 3, timeout_seconds=DB_TIMEOUT_SECONDS) as db:
         # The reader's and the writer's connections are open and idle.
         assert await db.read(_one) == 1
@@ -557,7 +544,7 @@ async def test_a_payment_reaches_a_socket_held_by_another_process_after_an_outag
 ) -> None:
     """LISTEN comes back with PostgreSQL: a payment made through one process right after
     an outage reaches the status socket held by another (no NOTIFY in the gap is lost)."""
-    url = _durable_database(own_cluster, "live")
+    url = own_cluster.durable_database("live")
     settings = attrs.evolve(make_settings(url), db_timeout_seconds=DB_TIMEOUT_SECONDS)
     # Two services on one database share nothing but PostgreSQL, like two workers.
     first = await start_server(nursery, settings)
