@@ -63,13 +63,14 @@ class TestClocks:
         return found
 
     async def page(
-        self, merchant_id: str, starting_after: str | None, limit: int
+        self, merchant_id: str, starting_after: str | None, limit: int, status: str | None = None
     ) -> tuple[list[TestClock], bool]:
-        """One page of the merchant's clocks, newest first, and whether more follow."""
+        """One page of the merchant's clocks (those in `status` when given), newest first,
+        and whether more follow."""
         after = await cursor_position(
             self.db, clock_rows.of_merchant, merchant_id, starting_after, "clock_test_"
         )
-        rows = await self.db.read(clock_rows.page, merchant_id, after, limit + 1)
+        rows = await self.db.read(clock_rows.page, merchant_id, after, limit + 1, status)
         return rows[:limit], len(rows) > limit
 
     async def delete(self, merchant_id: str, clock_id: str) -> TestClock:

@@ -7,7 +7,17 @@ from typing import TYPE_CHECKING
 from fgcpay.hosted_page import routes as hosted_page
 from quart_trio import QuartTrio
 
-from . import checkout_sessions, deliveries, errors, health, openapi, plumbing, webhooks
+from . import (
+    checkout_sessions,
+    deliveries,
+    errors,
+    health,
+    openapi,
+    plumbing,
+    subscriptions,
+    test_clocks,
+    webhooks,
+)
 from .body import MAX_BODY_BYTES
 
 if TYPE_CHECKING:
@@ -32,6 +42,8 @@ def create_app(service: Service) -> QuartTrio:
     app.register_blueprint(health.blueprint)
     app.register_blueprint(openapi.blueprint)
     app.register_blueprint(checkout_sessions.blueprint)
+    app.register_blueprint(subscriptions.blueprint)
+    app.register_blueprint(test_clocks.blueprint)
     app.register_blueprint(webhooks.blueprint)
     app.register_blueprint(deliveries.blueprint)
     app.register_blueprint(hosted_page.blueprint)

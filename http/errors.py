@@ -47,6 +47,7 @@ ERROR_CODES = (
     "idempotency_key_conflict",
     "idempotency_key_in_use",
     "subscription_not_cancellable",
+    "test_clock_advancing",
     "checkout_session_not_paid",
     "request_timeout",
     "request_header_fields_too_large",

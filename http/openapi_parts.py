@@ -107,12 +107,19 @@ ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
         "`WWW-Authenticate: Bearer`.",
         ("WWW-Authenticate",),
     ),
-    404: ("NotFound", "404 `not_found`: unknown id, or one of another merchant.", ()),
+    404: (
+        "NotFound",
+        "404 `not_found` (`subscription_not_found` for a subscription): unknown id, or one "
+        "of another merchant.",
+        (),
+    ),
     408: ("RequestTimeout", "408 `request_timeout`: the request body did not arrive in time.", ()),
     409: (
         "Conflict",
         "409 `idempotency_key_conflict` (this Idempotency-Key was used with a different body) "
-        "or `idempotency_key_in_use` (the first request with it is still in flight).",
+        "or `idempotency_key_in_use` (the first request with it is still in flight); "
+        "`subscription_not_cancellable` (cancelling a `cancelled` or `ended` subscription); "
+        "`test_clock_advancing` (advancing a clock whose last advance still runs).",
         (),
     ),
     413: (

@@ -34,6 +34,9 @@ class Operation:
     idempotent: bool = False  # honours Idempotency-Key
     auth: bool = True  # needs an API key
     headers: tuple[str, ...] = ()  # extra documented headers of the success answer
+    # Refuses in the resource's present state (409, e.g. cancelling an ended subscription),
+    # which nothing else it declares implies.
+    conflicts: bool = False
 
     def error_statuses(self, has_path_parameters: bool) -> list[int]:
         """Every error status this operation can answer, from what it declares."""
@@ -47,7 +50,7 @@ class Operation:
             statuses.add(404)
         if takes_body:
             statuses |= {408, 415}
-        if self.idempotent:
+        if self.idempotent or self.conflicts:
             statuses.add(409)
         return sorted(statuses)
 

@@ -64,11 +64,21 @@ def of_merchant(tx: Tx, merchant_id: str, clock_id: str) -> TestClock | None:
     return None if row is None else from_row(row)
 
 
-def page(tx: Tx, merchant_id: str, after: tuple[int, str] | None, limit: int) -> list[TestClock]:
-    """Up to `limit` of the merchant's clocks, newest first, after the cursor `after`."""
-    rows = newest_first(
-        tx, f"SELECT {COLUMNS} FROM test_clocks", ["merchant_id = ?"], [merchant_id], after, limit
-    )
+def page(
+    tx: Tx,
+    merchant_id: str,
+    after: tuple[int, str] | None,
+    limit: int,
+    status: str | None = None,
+) -> list[TestClock]:
+    """Up to `limit` of the merchant's clocks (those in `status` when given), newest
+    first, after the cursor `after`."""
+    where: list[str] = ["merchant_id = ?"]
+    args: list[object] = [merchant_id]
+    if status is not None:
+        where.append("status = ?")
+        args.append(status)
+    rows = newest_first(tx, f"SELECT {COLUMNS} FROM test_clocks", where, args, after, limit)
     return [from_row(row) for row in rows]
 
 

@@ -1,0 +1,128 @@
+"""`/api/v1/test_clocks`: create, list, retrieve, advance, delete."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fgcpay.domain import test_clocks
+from fgcpay.domain.fields import validate
+from fgcpay.domain.lists import Page, envelope, parse_list_query
+from pydantic import Field
+from quart import Blueprint, Response, request
+
+from .body import json_object
+from .idempotency import idempotent, pending, stored_headers
+from .operations import operation
+from .plumbing import current_service, principal
+from .responses import JSON_TYPE, dump, json_response
+
+blueprint = Blueprint("test_clocks", __name__, url_prefix="/api/v1/test_clocks")
+TAG = "Test clocks"
+
+
+class DeletedTestClockWire(test_clocks.TestClockWire):
+    """The answer of DELETE: the clock as it was, marked deleted."""
+
+    deleted: Annotated[
+        bool, Field(description="Always true: the clock and its subscriptions are gone.")
+    ]
+
+
+@blueprint.post("")
+@operation(
+    operation_id="createTestClock",
+    summary="Create a test clock frozen at a time of your choice",
+    tag=TAG,
+    body=test_clocks.TestClockCreate,
+    status=201,
+    answer="Created, status `ready`.",
+    schema=test_clocks.TestClockWire,
+    idempotent=True,
+)
+@idempotent
+async def create_test_clock() -> Response:
+    service = current_service()
+    parsed = test_clocks.parse_create(await json_object())
+    created = service.test_clocks.build(parsed, principal().merchant.id)
+    text = dump(test_clocks.to_json(created))
+    headers = {"Content-Type": JSON_TYPE}
+    claim = pending()
+    completion = claim.completion(201, stored_headers(headers), text) if claim else None
+    await service.test_clocks.create(created, completion)
+    if claim:
+        claim.recorded = True
+    return Response(text, status=201, headers=headers)
+
+
+@blueprint.get("")
+@operation(
+    operation_id="listTestClocks",
+    summary="List test clocks, newest first",
+    tag=TAG,
+    query=test_clocks.TestClockQuery,
+    status=200,
+    answer="A page of test clocks.",
+    schema=Page[test_clocks.TestClockWire],
+)
+async def list_test_clocks() -> Response:
+    query = parse_list_query(test_clocks.TestClockQuery, request.args.to_dict(flat=False))
+    rows, has_more = await current_service().test_clocks.page(
+        principal().merchant.id, query.starting_after, query.limit, query.status
+    )
+    data = [test_clocks.to_json(row) for row in rows]
+    return json_response(envelope(data, has_more, rows[-1].id if rows else None))
+
+
+@blueprint.get("/<clock_id>")
+@operation(
+    operation_id="getTestClock",
+    summary="Retrieve a test clock",
+    tag=TAG,
+    status=200,
+    answer="The test clock.",
+    schema=test_clocks.TestClockWire,
+)
+async def get_test_clock(clock_id: str) -> Response:
+    found = await current_service().test_clocks.get(principal().merchant.id, clock_id)
+    return json_response(test_clocks.to_json(found))
+
+
+@blueprint.post("/<clock_id>/advance")
+@operation(
+    operation_id="advanceTestClock",
+    summary="Move a test clock forward; what falls due up to its new time runs in order",
+    description=(
+        "Answers at once with the clock `advancing`; it reads `ready` once every renewal, "
+        "retry and ending due up to `frozen_time` has run. Poll the clock to know."
+    ),
+    tag=TAG,
+    body=test_clocks.TestClockAdvance,
+    status=200,
+    answer="The clock at its new time, `advancing` until what is due has run.",
+    schema=test_clocks.TestClockWire,
+    idempotent=True,
+    conflicts=True,
+)
+@idempotent
+async def advance_test_clock(clock_id: str) -> Response:
+    service = current_service()
+    merchant_id = principal().merchant.id
+    # The body's form first; whether it is later than the clock's time is decided against
+    # the stored clock by the advance itself (after 404 and 409).
+    frozen_time = validate(test_clocks.TestClockAdvance, await json_object()).frozen_time
+    advanced = await service.test_clocks.advance(merchant_id, clock_id, frozen_time)
+    return json_response(test_clocks.to_json(advanced))
+
+
+@blueprint.delete("/<clock_id>")
+@operation(
+    operation_id="deleteTestClock",
+    summary="Delete a test clock and the subscriptions on it",
+    tag=TAG,
+    status=200,
+    answer="The deleted clock, with `deleted: true`.",
+    schema=DeletedTestClockWire,
+)
+async def delete_test_clock(clock_id: str) -> Response:
+    deleted = await current_service().test_clocks.delete(principal().merchant.id, clock_id)
+    return json_response({**test_clocks.to_json(deleted), "deleted": True})
