@@ -29,7 +29,13 @@ from ._records import (
     subscription_event,
     subscription_record,
 )
-from ._resources import add_endpoint, create, valid_body
+from ._resources import (
+    add_endpoint,
+    create,
+    create_subscription,
+    create_test_clock,
+    valid_body,
+)
 from ._service import (
     BACKENDS,
     TEST_SECRET,
@@ -81,6 +87,8 @@ __all__ = [
     "clock_record",
     "component",
     "create",
+    "create_subscription",
+    "create_test_clock",
     "fill_and_pay",
     "fresh_postgres_database",
     "in_browser",

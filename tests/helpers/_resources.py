@@ -1,10 +1,12 @@
-"""What a merchant sends over and over in the tests: a valid checkout session, a webhook endpoint."""
+"""What a merchant sends over and over in the tests: a valid checkout session, a webhook
+endpoint, a subscription, a test clock."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ._service import MerchantClient
+from ._subscriptions import subscription_body
 
 
 def valid_body(**overrides: Any) -> dict[str, Any]:
@@ -33,6 +35,22 @@ async def add_endpoint(
     if events is not None:
         body["enabled_events"] = events
     response = await merchant.post("/webhook_endpoints", json=body)
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+async def create_subscription(merchant: MerchantClient, **overrides: Any) -> dict[str, Any]:
+    """`POST /subscriptions` with `subscription_body(**overrides)`; the 201's body."""
+    response = await merchant.post("/subscriptions", json=subscription_body(**overrides))
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+async def create_test_clock(merchant: MerchantClient, frozen_time: str) -> dict[str, Any]:
+    """`POST /test_clocks` at `frozen_time` (an RFC 3339 date-time); the 201's body."""
+    response = await merchant.post("/test_clocks", json={"frozen_time": frozen_time})
     assert response.status_code == 201, response.text
     created: dict[str, Any] = response.json()
     return created

@@ -102,6 +102,11 @@ class MerchantClient:
             path, headers=self.headers(kwargs.pop("headers", None)), **kwargs
         )
 
+    async def delete(self, path: str, **kwargs: Any) -> httpx.Response:
+        return await self.http.delete(
+            path, headers=self.headers(kwargs.pop("headers", None)), **kwargs
+        )
+
 
 async def start_server(
     nursery: trio.Nursery, settings: Settings, clock: Clock | None = None
