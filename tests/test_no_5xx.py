@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 
-from helpers import Server, valid_body
+from helpers import Server, subscription_body, valid_body
 
 NASTY_VALUES: list[object] = [
     None, True, 0, -1, 1e308, 10**40, "", " ", "\x00", "\ud7ff", "a" * 7_000, [], {}, [[[]]],
@@ -19,6 +19,14 @@ ROUTES = [
     ("GET", "/checkout/sessions/cs_test_000000000000000000000000"),
     ("PUT", "/checkout/sessions"),
     ("DELETE", "/checkout/sessions/x"),
+    ("GET", "/subscriptions"),
+    ("POST", "/subscriptions"),
+    ("GET", "/subscriptions/sub_test_000000000000000000000000"),
+    ("POST", "/subscriptions/sub_test_000000000000000000000000/cancel"),
+    ("GET", "/test_clocks"),
+    ("POST", "/test_clocks"),
+    ("POST", "/test_clocks/clock_test_000000000000000000000000/advance"),
+    ("DELETE", "/test_clocks/clock_test_000000000000000000000000"),
     ("GET", "/openapi.json"),
     ("POST", "/nope"),
 ]
@@ -32,6 +40,16 @@ async def test_nasty_field_values(server: Server) -> None:
         response = await merchant.post("/checkout/sessions", json=valid_body(**{field: value}))
         assert response.status_code < 500, (field, value, response.text)
         assert response.headers["content-type"].startswith("application/json")
+
+
+async def test_nasty_subscription_field_values(server: Server) -> None:
+    merchant = await server.merchant()
+    fields = sorted(subscription_body()) + ["max_total_amount_fgc", "end_date", "test_clock"]
+    for field, value in itertools.product(fields, NASTY_VALUES):
+        response = await merchant.post("/subscriptions", json=subscription_body(**{field: value}))
+        assert response.status_code < 500, (field, value, response.text)
+        response = await merchant.post("/test_clocks", json={"frozen_time": value, "name": value})
+        assert response.status_code < 500, (value, response.text)
 
 
 async def test_nasty_bodies_and_headers_on_every_route(server: Server) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import trio
-from helpers import MerchantClient, Server, valid_body
+from helpers import MerchantClient, Server, subscription_body, valid_body
 from hosted import paid_session
 from jsonschema import Draft202012Validator
 from receiver import start_receiver
@@ -113,6 +113,10 @@ def _template(path: str) -> str:
     path = path.split("?", 1)[0]
     for pattern, template in (
         (r"/checkout/sessions/[^/]+", "/checkout/sessions/{session_id}"),
+        (r"/subscriptions/[^/]+/cancel", "/subscriptions/{subscription_id}/cancel"),
+        (r"/subscriptions/[^/]+", "/subscriptions/{subscription_id}"),
+        (r"/test_clocks/[^/]+/advance", "/test_clocks/{clock_id}/advance"),
+        (r"/test_clocks/[^/]+", "/test_clocks/{clock_id}"),
         (
             r"/webhook_endpoints/[^/]+/rotate_secret",
             "/webhook_endpoints/{endpoint_id}/rotate_secret",
@@ -253,5 +257,82 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
     assert delivery == log[0]
     assert (await call("get", f"/webhook_deliveries/whd_{FAKE}")).status_code == 404
     assert (await call("get", "/webhook_deliveries", key="fp_test_x")).status_code == 401
+
+    # Subscriptions: creates (plain, deprecated amount, idempotent, on a clock), errors,
+    # reads, cancels (and their 409).
+    sub = (await call("post", "/subscriptions", json=subscription_body())).json()
+    legacy = await call("post", "/subscriptions", json=subscription_body(amount_minor="1250"))
+    assert legacy.status_code == 201 and legacy.headers["Deprecation"] == "true"
+    keyed = {"Idempotency-Key": "sub-1"}
+    first = await call("post", "/subscriptions", json=subscription_body(), headers=keyed)
+    replay = await call("post", "/subscriptions", json=subscription_body(), headers=keyed)
+    assert replay.headers.get("Idempotent-Replayed") == "true" and replay.json() == first.json()
+    conflict = await call(
+        "post", "/subscriptions", json=subscription_body(description="other"), headers=keyed
+    )
+    assert conflict.status_code == 409
+    for body in (
+        subscription_body(x=1, interval="hourly"),
+        subscription_body(max_total_amount_fgc="1.00", end_date="2020-01-01T00:00:00Z"),
+        subscription_body(test_clock=f"clock_test_{FAKE}"),
+    ):
+        assert (await call("post", "/subscriptions", json=body)).status_code == 400
+    assert (
+        await call("post", "/subscriptions", json=subscription_body(), key="fp_test_x")
+    ).status_code == 401
+    page = (await call("get", "/subscriptions", params={"limit": "1"})).json()
+    assert page["has_more"] is True
+    after = {"starting_after": page["next_cursor"], "status": "paused"}
+    assert (await call("get", "/subscriptions", params=after)).json()["data"]
+    for params in ({"limit": "0"}, {"status": "nope"}, {"x": "1"}):
+        assert (await call("get", "/subscriptions", params=params)).status_code == 400
+    assert (await call("get", f"/subscriptions/{sub['id']}")).json() == sub
+    assert (await call("get", f"/subscriptions/sub_test_{FAKE}")).status_code == 404
+    approved = await server.running.service.subscriptions.approve(
+        first.json()["id"], "TEST-0001", "1234"
+    )
+    assert approved.subscription.status == "active"
+    for sub_id in (sub["id"], first.json()["id"]):
+        cancelled = await call("post", f"/subscriptions/{sub_id}/cancel")
+        assert cancelled.json()["status"] == "cancelled"
+    assert (await call("post", f"/subscriptions/{sub['id']}/cancel")).status_code == 409
+    assert (await call("post", f"/subscriptions/sub_test_{FAKE}/cancel")).status_code == 404
+    assert (
+        await call("post", f"/subscriptions/{sub['id']}/cancel", json={"x": 1})
+    ).status_code == 400
+
+    # Test clocks: create, read, list, advance (forward only, one at a time), delete.
+    keyed = {"Idempotency-Key": "clock-1"}
+    at = {"frozen_time": "2027-01-31T09:00:00Z"}
+    clock = (await call("post", "/test_clocks", json=at, headers=keyed)).json()
+    again = await call("post", "/test_clocks", json=at, headers=keyed)
+    assert again.headers.get("Idempotent-Replayed") == "true" and again.json() == clock
+    for body in ({}, {"frozen_time": "2027-01-31"}, {**at, "x": 1}):
+        assert (await call("post", "/test_clocks", json=body)).status_code == 400
+    on_clock = await call("post", "/subscriptions", json=subscription_body(test_clock=clock["id"]))
+    assert on_clock.json()["created_at"] == "2027-01-31T09:00:00.000Z"
+    assert (await call("get", f"/test_clocks/{clock['id']}")).json() == clock
+    assert (await call("get", f"/test_clocks/clock_test_{FAKE}")).status_code == 404
+    assert (await call("get", "/test_clocks", params={"status": "ready"})).json()["data"]
+    for params in ({"limit": "101"}, {"status": "nope"}, {"starting_after": "x"}):
+        assert (await call("get", "/test_clocks", params=params)).status_code == 400
+    advance = f"/test_clocks/{clock['id']}/advance"
+    # A daily subscription over ten years keeps the clock advancing for the 409.
+    daily = await call(
+        "post", "/subscriptions", json=subscription_body(test_clock=clock["id"], interval="daily")
+    )
+    await server.running.service.subscriptions.approve(daily.json()["id"], "TEST-0001", "1234")
+    backwards = await call("post", advance, json={"frozen_time": "2020-01-01T00:00:00Z"})
+    assert backwards.status_code == 400
+    moved = await call("post", advance, json={"frozen_time": "2037-01-31T09:00:00Z"})
+    assert moved.json()["status"] == "advancing"
+    busy = await call("post", advance, json={"frozen_time": "2038-01-31T09:00:00Z"})
+    assert busy.status_code == 409 and busy.json()["code"] == "test_clock_advancing"
+    assert (
+        await call("post", f"/test_clocks/clock_test_{FAKE}/advance", json=at)
+    ).status_code == 404
+    assert (await call("delete", f"/test_clocks/{clock['id']}")).json()["deleted"] is True
+    assert (await call("delete", f"/test_clocks/{clock['id']}")).status_code == 404
+    assert (await call("get", "/test_clocks")).json()["data"] == []
 
     assert checker.unseen_successes() == []
