@@ -307,8 +307,8 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
     clock = (await call("post", "/test_clocks", json=at, headers=keyed)).json()
     again = await call("post", "/test_clocks", json=at, headers=keyed)
     assert again.headers.get("Idempotent-Replayed") == "true" and again.json() == clock
-    for body in ({}, {"frozen_time": "2027-01-31"}, {**at, "x": 1}):
-        assert (await call("post", "/test_clocks", json=body)).status_code == 400
+    for refused in ({}, {"frozen_time": "2027-01-31"}, {**at, "x": 1}):
+        assert (await call("post", "/test_clocks", json=refused)).status_code == 400
     on_clock = await call("post", "/subscriptions", json=subscription_body(test_clock=clock["id"]))
     assert on_clock.json()["created_at"] == "2027-01-31T09:00:00.000Z"
     assert (await call("get", f"/test_clocks/{clock['id']}")).json() == clock
