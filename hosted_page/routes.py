@@ -87,12 +87,27 @@ async def _find(page_id: str) -> views.Shown | None:
     return await service.checkout.find(page_id)
 
 
+async def _now_of(shown: views.Shown) -> int:
+    """The time the page judges `shown` at: a subscription on a test clock lives by the
+    clock's time (as its actor does), anything else by the service's."""
+    service = current_service()
+    if isinstance(shown, Subscription) and shown.test_clock_id is not None:
+        try:
+            clock = await service.test_clocks.get(shown.merchant_id, shown.test_clock_id)
+        except errors.NotFound:
+            pass  # deleted, with its subscriptions: the page is about to say not found
+        else:
+            return clock.frozen_time
+    return service.clock.now_us()
+
+
 async def _context(
     session: views.Shown, message: str | None = None, customer_code: str = ""
 ) -> dict[str, Any]:
     service = current_service()
     merchant = await service.db.read(merchants.merchant_by_id, session.merchant_id)
-    context = views.page_context(session, merchant.name if merchant else "", service.clock.now_us())
+    now_us = await _now_of(session)
+    context = views.page_context(session, merchant.name if merchant else "", now_us)
     context["message"] = message
     context["customer_code"] = customer_code[:32]  # kept for another try; the PIN never is
     return context
@@ -225,12 +240,11 @@ def _status_body(session: views.Shown, now_us: int) -> dict[str, str]:
 
 @blueprint.get("/checkout/<session_id>/status")
 async def status(session_id: str) -> Response:
-    service = current_service()
     session = await _find(session_id)
     if session is None:
         return _not_found_json()
     return Response(
-        json.dumps(_status_body(session, service.clock.now_us())),
+        json.dumps(_status_body(session, await _now_of(session))),
         content_type="application/json",
         headers=security.page_headers(),
     )
@@ -275,7 +289,8 @@ async def _send_changes(service: Any, session: views.Shown) -> None:
     with service.status_hub.subscribe(session.id) as subscription:
         # Subscribed before reading, so no change between the read and now is missed.
         fresh = await _find(session.id)
-        current = _status_body(fresh or session, service.clock.now_us())
+        shown = fresh or session
+        current = _status_body(shown, await _now_of(shown))
         await websocket.send(json.dumps(current))
         while current["status"] not in stops:
             update = await subscription.next()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from fgcpay.domain import checkout, customers, money, subscriptions
+from fgcpay.domain import checkout, customers, money, periods, subscriptions
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.states import StateMachine
 from fgcpay.domain.subscriptions import Subscription
@@ -46,12 +46,13 @@ def stops_at(shown: Shown) -> frozenset[str]:
 
 def display_status(shown: Shown, now_us: int) -> str:
     """What the customer should see: past `expires_at` a session reads expired even before
-    the sweep."""
-    if (
-        isinstance(shown, CheckoutSession)
-        and checkout.STATES.allows(shown.status, checkout.EXPIRED)
-        and shown.is_expired_at(now_us)
-    ):
+    the sweep; a subscription still `paused` past its `end_date` (judged at its own time)
+    reads ended, since it can no longer be approved."""
+    if isinstance(shown, Subscription):
+        if shown.status == subscriptions.PAUSED and not periods.approvable(shown, now_us):
+            return subscriptions.ENDED
+        return shown.status
+    if checkout.STATES.allows(shown.status, checkout.EXPIRED) and shown.is_expired_at(now_us):
         return checkout.EXPIRED
     return shown.status
 

@@ -17,14 +17,19 @@ from fgcpay.actors import subscription as subscription_actor
 from fgcpay.clock import TrioClock
 from fgcpay.domain import checkout
 from fgcpay.domain import subscriptions as subs
+from fgcpay.domain.periods import DAY_US
+from fgcpay.domain.times import iso_ms
 from fgcpay.settings import Settings
 from fgcpay.storage import transactions
 from helpers import (
     Server,
+    add_subscription,
+    add_test_clock,
     charges_of,
     start_server,
     stored,
     subscription_to_approve,
+    utc_us,
     wait_for_subscription_status,
 )
 from hosted import Customer, message, page_status
@@ -221,6 +226,51 @@ async def test_a_cancelled_subscription_shows_cancelled_and_cannot_be_approved(
     response = await customer.pay(sub.id)
     assert response.status_code == 200 and page_status(response) == "cancelled"
     assert message(response) is None
+    assert await charges_of(server.db, sub.id) == []
+    await customer.close()
+
+
+async def test_past_its_end_date_a_paused_subscription_reads_ended_and_cannot_be_approved(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(nursery, settings, clock=TrioClock())
+    now = server.running.service.clock.now_us()
+    _, sub = await subscription_to_approve(server, end_date=iso_ms(now + DAY_US))
+    customer = Customer(server)
+    assert page_status(await customer.open(sub.id)) == "paused"
+    clock.jump(DAY_US / 1_000_000 + 1)
+    page = await customer.open(sub.id)
+    assert page_status(page) == "ended" and "This subscription has ended" in page.text
+    status = await customer.client.get(f"/checkout/{sub.id}/status")
+    assert status.json() == {"id": sub.id, "status": "ended"}
+    token = page.text.split('name="csrf_token" value="')[1].split('"')[0]
+    response = await customer.client.post(
+        f"/checkout/{sub.id}",
+        data={"csrf_token": token, "customer_code": "TEST-0001", "pin": "1234"},
+    )
+    assert response.status_code == 200 and page_status(response) == "ended"
+    assert message(response) is None
+    assert await charges_of(server.db, sub.id) == []
+    await customer.close()
+    await server.shutdown()
+
+
+async def test_on_a_test_clock_the_page_judges_the_end_date_by_the_clock(
+    server: Server,
+) -> None:
+    service = server.running.service
+    merchant = await server.merchant("Acme Coffee")
+    test_clock = await add_test_clock(service, merchant.id, "2031-01-01T00:00:00Z")
+    sub = await add_subscription(
+        service, merchant.id, test_clock=test_clock.id, end_date="2031-01-02T00:00:00Z"
+    )
+    customer = Customer(server)
+    assert page_status(await customer.open(sub.id)) == "paused"
+    # Years ahead of the service's time, but past end_date on the subscription's clock.
+    await service.test_clocks.advance(merchant.id, test_clock.id, utc_us(2031, 1, 3))
+    assert page_status(await customer.open(sub.id)) == "ended"
+    response = await customer.pay(sub.id)
+    assert response.status_code == 200 and page_status(response) == "ended"
     assert await charges_of(server.db, sub.id) == []
     await customer.close()
 
