@@ -251,7 +251,11 @@ async def status(session_id: str) -> Response:
 
 
 def _not_found_json() -> Response:
-    body = {"code": "not_found", "message": "No such checkout session.", "details": None}
+    body = {
+        "code": "not_found",
+        "message": "No such checkout session or subscription.",
+        "details": None,
+    }
     return Response(
         json.dumps(body), 404, content_type="application/json", headers=security.page_headers()
     )
