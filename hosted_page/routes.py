@@ -1,4 +1,5 @@
-"""`/checkout/<id>`: the page, the confirm form post, polling status and the websocket."""
+"""`/checkout/<id>`: the page, the confirm (or approve) form post, polling status and the
+websocket, for a checkout session (`cs_test_...`) or a subscription (`sub_test_...`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from typing import Any
 
 from fgcpay.actors.authorization import ALREADY_FINAL
 from fgcpay.actors.checkout_session import PAID, ConfirmResult
-from fgcpay.domain import checkout, errors
+from fgcpay.actors.subscription import APPROVED, ApproveResult
+from fgcpay.domain import checkout, errors, subscriptions
+from fgcpay.domain.subscriptions import Subscription
 from fgcpay.http.errors import database_unavailable
 from fgcpay.http.plumbing import current_service
 from fgcpay.storage import DatabaseUnavailable, merchants
@@ -76,12 +79,35 @@ async def _unavailable(error: Exception) -> Response:
     return response
 
 
+async def _find(page_id: str) -> views.Shown | None:
+    """The session or subscription a page id names (the id is the capability)."""
+    service = current_service()
+    if page_id.startswith(subscriptions.SUBSCRIPTION_PREFIX):
+        return await service.subscriptions.find(page_id)
+    return await service.checkout.find(page_id)
+
+
+async def _now_of(shown: views.Shown) -> int:
+    """The time the page judges `shown` at: a subscription on a test clock lives by the
+    clock's time (as its actor does), anything else by the service's."""
+    service = current_service()
+    if isinstance(shown, Subscription) and shown.test_clock_id is not None:
+        try:
+            clock = await service.test_clocks.get(shown.merchant_id, shown.test_clock_id)
+        except errors.NotFound:
+            pass  # deleted, with its subscriptions: the page is about to say not found
+        else:
+            return clock.frozen_time
+    return service.clock.now_us()
+
+
 async def _context(
-    session: checkout.CheckoutSession, message: str | None = None, customer_code: str = ""
+    session: views.Shown, message: str | None = None, customer_code: str = ""
 ) -> dict[str, Any]:
     service = current_service()
     merchant = await service.db.read(merchants.merchant_by_id, session.merchant_id)
-    context = views.page_context(session, merchant.name if merchant else "", service.clock.now_us())
+    now_us = await _now_of(session)
+    context = views.page_context(session, merchant.name if merchant else "", now_us)
     context["message"] = message
     context["customer_code"] = customer_code[:32]  # kept for another try; the PIN never is
     return context
@@ -89,7 +115,7 @@ async def _context(
 
 @blueprint.get("/checkout/<session_id>")
 async def checkout_page(session_id: str) -> Response:
-    session = await current_service().checkout.find(session_id)
+    session = await _find(session_id)
     if session is None:
         return await _not_found()
     return await _render("checkout.html", await _context(session), success_url=session.success_url)
@@ -98,7 +124,7 @@ async def checkout_page(session_id: str) -> Response:
 @blueprint.post("/checkout/<session_id>")
 async def confirm(session_id: str) -> Response:
     service = current_service()
-    session = await service.checkout.find(session_id)
+    session = await _find(session_id)
     if session is None:
         return await _not_found()
     form = await request.form
@@ -106,6 +132,8 @@ async def confirm(session_id: str) -> Response:
     if not security.csrf_ok(service.settings.secret_key, session.id, nonce, form.get("csrf_token")):
         context = await _context(session, "This page was open too long. Please try again.")
         return await _render("checkout.html", context, 400, success_url=session.success_url)
+    if isinstance(session, Subscription):
+        return await _approve(session, form.get("customer_code", ""), form.get("pin", ""), nonce)
     try:
         result: ConfirmResult = await service.checkout.confirm(
             session.id, form.get("customer_code", ""), form.get("pin", "")
@@ -140,7 +168,7 @@ async def _confirm_unanswered(
         return redirect(views.success_redirect(settled), 303)  # type: ignore[return-value]
     current = settled or session
     back_to = session.success_url
-    if settled is not None and settled.status in views.FINAL_STATUSES:
+    if settled is not None and settled.status in views.SESSION_STOPS:
         context = await _context(current)  # expired meanwhile: the page says so
         return await _render("checkout.html", context, 200, nonce=nonce, success_url=back_to)
     context = await _context(current, views.TRY_AGAIN, customer_code)
@@ -149,25 +177,85 @@ async def _confirm_unanswered(
     return response
 
 
-def _status_body(session: checkout.CheckoutSession, now_us: int) -> dict[str, str]:
+async def _approve(sub: Subscription, customer_code: str, pin: str, nonce: str | None) -> Response:
+    """The approval form post, answered as a session's confirm: 303 to `success_url` with
+    `subscription_id`, the page with the refusal's message (400), or without one once
+    there is nothing to approve (200)."""
+    try:
+        result: ApproveResult = await current_service().subscriptions.approve(
+            sub.id, customer_code, pin
+        )
+    except errors.Unavailable as busy:
+        return await _approve_unanswered(sub, busy, customer_code, nonce)
+    if result.outcome == APPROVED:
+        return redirect(views.success_redirect(result.subscription), 303)  # type: ignore[return-value]
+    message = None if result.outcome == ALREADY_FINAL else result.message
+    status = 200 if result.outcome == ALREADY_FINAL else 400
+    context = await _context(result.subscription, message, customer_code)
+    return await _render("checkout.html", context, status, nonce=nonce, success_url=sub.success_url)
+
+
+async def _approve_unanswered(
+    sub: Subscription, busy: errors.Unavailable, customer_code: str, nonce: str | None
+) -> Response:
+    """The approval got no answer in time: show its true outcome, as `_confirm_unanswered`.
+
+    The actor handles one message at a time, so a snapshot asked now comes after that
+    approval committed or gave up; an approved subscription redirects like any success.
+    """
+    settled = await _settled_subscription(sub.id)
+    if settled is not None and settled.approved_at is not None:
+        return redirect(views.success_redirect(settled), 303)  # type: ignore[return-value]
+    current = settled or sub
+    if settled is not None and settled.status in views.SUBSCRIPTION_STOPS:
+        context = await _context(current)  # cancelled meanwhile: the page says so
+        return await _render(
+            "checkout.html", context, 200, nonce=nonce, success_url=sub.success_url
+        )
+    context = await _context(current, views.TRY_AGAIN, customer_code)
+    response = await _render(
+        "checkout.html", context, 503, nonce=nonce, success_url=sub.success_url
+    )
+    response.headers["Retry-After"] = str(busy.retry_after_seconds)
+    return response
+
+
+async def _settled_subscription(subscription_id: str) -> Subscription | None:
+    # The actor's word once it has handled what it had queued; else storage's; else None
+    # (the page still answers: it says to try again).
+    service = current_service()
+    try:
+        return await service.subscriptions.snapshot(subscription_id)
+    except errors.ServiceError:
+        pass
+    try:
+        return await service.subscriptions.find(subscription_id)
+    except (DatabaseUnavailable, errors.ServiceError):
+        return None
+
+
+def _status_body(session: views.Shown, now_us: int) -> dict[str, str]:
     return {"id": session.id, "status": views.display_status(session, now_us)}
 
 
 @blueprint.get("/checkout/<session_id>/status")
 async def status(session_id: str) -> Response:
-    service = current_service()
-    session = await service.checkout.find(session_id)
+    session = await _find(session_id)
     if session is None:
         return _not_found_json()
     return Response(
-        json.dumps(_status_body(session, service.clock.now_us())),
+        json.dumps(_status_body(session, await _now_of(session))),
         content_type="application/json",
         headers=security.page_headers(),
     )
 
 
 def _not_found_json() -> Response:
-    body = {"code": "not_found", "message": "No such checkout session.", "details": None}
+    body = {
+        "code": "not_found",
+        "message": "No such checkout session or subscription.",
+        "details": None,
+    }
     return Response(
         json.dumps(body), 404, content_type="application/json", headers=security.page_headers()
     )
@@ -175,14 +263,15 @@ def _not_found_json() -> Response:
 
 @blueprint.websocket("/checkout/<session_id>/ws")
 async def status_socket(session_id: str) -> Response | None:
-    """Sends `{"id", "status"}` at once and after every change; closes once final.
+    """Sends `{"id", "status"}` at once and after every change; closes once final (for a
+    subscription, once approved too: `views.stops_at`).
 
     An unknown id is refused in the handshake with 404. While the database (or the
     session's actor) cannot answer, it closes with 1013 "Try Again Later".
     """
     service = current_service()
     try:
-        session = await service.checkout.find(session_id)
+        session = await _find(session_id)
     except (DatabaseUnavailable, errors.Unavailable):
         await websocket.accept()
         await websocket.close(TRY_AGAIN_LATER, "unavailable, try again later")
@@ -199,13 +288,15 @@ async def status_socket(session_id: str) -> Response | None:
     return None
 
 
-async def _send_changes(service: Any, session: checkout.CheckoutSession) -> None:
+async def _send_changes(service: Any, session: views.Shown) -> None:
+    stops = views.stops_at(session)
     with service.status_hub.subscribe(session.id) as subscription:
         # Subscribed before reading, so no change between the read and now is missed.
-        fresh = await service.checkout.find(session.id)
-        current = _status_body(fresh or session, service.clock.now_us())
+        fresh = await _find(session.id)
+        shown = fresh or session
+        current = _status_body(shown, await _now_of(shown))
         await websocket.send(json.dumps(current))
-        while current["status"] not in views.FINAL_STATUSES:
+        while current["status"] not in stops:
             update = await subscription.next()
             if update["status"] != current["status"]:
                 current = {"id": session.id, "status": update["status"]}

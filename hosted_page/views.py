@@ -1,15 +1,32 @@
-"""What the hosted page shows, derived from a session: pure, no I/O."""
+"""What the hosted page shows, derived from a session or a subscription: pure, no I/O."""
 
 from __future__ import annotations
 
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from fgcpay.domain import checkout, customers, money
-from fgcpay.domain.states import final_statuses
+from fgcpay.domain import checkout, customers, money, periods, subscriptions
+from fgcpay.domain.checkout import CheckoutSession
+from fgcpay.domain.states import StateMachine
+from fgcpay.domain.subscriptions import Subscription
 
-# Where the page stops following a status: final in the table of a resource it shows.
-FINAL_STATUSES = final_statuses([checkout.STATES])
+# What the page shows: a session to pay or a subscription to approve (the id says which).
+Shown = CheckoutSession | Subscription
+
+
+def _stops_at(machine: StateMachine, customer_transition: str) -> frozenset[str]:
+    # The page is where the customer makes one transition; it follows the status only
+    # while that transition can still happen. For a session that is exactly the table's
+    # final statuses; for a subscription it adds `active` and `past_due` (approved:
+    # nothing is left for the customer to do here).
+    return frozenset(machine.statuses) - machine.transition(customer_transition).sources
+
+
+# Where the page stops following, per resource it shows: derived from the tables.
+SESSION_STOPS = _stops_at(checkout.STATES, "pay")
+SUBSCRIPTION_STOPS = _stops_at(subscriptions.STATES, "approve")
+# Every status at which any page stops (the two tables share no status name).
+FINAL_STATUSES = SESSION_STOPS | SUBSCRIPTION_STOPS
 
 # When a confirm gets no answer in time. True whether or not it commits later: a session
 # is paid at most once, and the page shows `paid` as soon as it is.
@@ -18,12 +35,26 @@ TRY_AGAIN = (
     " you will never be charged twice."
 )
 
+_EVERY = {"daily": "every day", "weekly": "every week", "monthly": "every month",
+          "yearly": "every year"}  # fmt: skip
 
-def display_status(session: checkout.CheckoutSession, now_us: int) -> str:
-    """What the customer should see: past `expires_at` reads expired even before the sweep."""
-    if checkout.STATES.allows(session.status, checkout.EXPIRED) and session.is_expired_at(now_us):
+
+def stops_at(shown: Shown) -> frozenset[str]:
+    """The statuses at which the page of `shown` stops following."""
+    return SUBSCRIPTION_STOPS if isinstance(shown, Subscription) else SESSION_STOPS
+
+
+def display_status(shown: Shown, now_us: int) -> str:
+    """What the customer should see: past `expires_at` a session reads expired even before
+    the sweep; a subscription still `paused` past its `end_date` (judged at its own time)
+    reads ended, since it can no longer be approved."""
+    if isinstance(shown, Subscription):
+        if shown.status == subscriptions.PAUSED and not periods.approvable(shown, now_us):
+            return subscriptions.ENDED
+        return shown.status
+    if checkout.STATES.allows(shown.status, checkout.EXPIRED) and shown.is_expired_at(now_us):
         return checkout.EXPIRED
-    return session.status
+    return shown.status
 
 
 def with_query_param(url: str, name: str, value: str) -> str:
@@ -34,25 +65,28 @@ def with_query_param(url: str, name: str, value: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
 
 
-def success_redirect(session: checkout.CheckoutSession) -> str:
-    return with_query_param(session.success_url, "checkout_session_id", session.id)
+def success_redirect(shown: Shown) -> str:
+    """Where the customer goes after paying or approving: `success_url` with
+    `checkout_session_id` or `subscription_id` added."""
+    name = "subscription_id" if isinstance(shown, Subscription) else "checkout_session_id"
+    return with_query_param(shown.success_url, name, shown.id)
 
 
-def page_context(
-    session: checkout.CheckoutSession, merchant_name: str, now_us: int
-) -> dict[str, Any]:
+def page_context(shown: Shown, merchant_name: str, now_us: int) -> dict[str, Any]:
+    """The template's values for the page of a session or a subscription."""
+    is_subscription = isinstance(shown, Subscription)
     return {
-        "session_id": session.id,
+        "session_id": shown.id,
         "merchant_name": merchant_name,
-        "amount": f"{money.format_fgc(session.amount_minor)} {session.currency}",
-        "interval": None,
-        "description": session.description,
-        "action_label": "Pay",
-        "status": display_status(session, now_us),
+        "amount": f"{money.format_fgc(shown.amount_minor)} {shown.currency}",
+        "interval": _EVERY[shown.interval] if isinstance(shown, Subscription) else None,
+        "description": shown.description,
+        "action_label": "Approve" if is_subscription else "Pay",
+        "status": display_status(shown, now_us),
         # The page's script stops following at these (one source: the tables).
-        "final_statuses": " ".join(sorted(FINAL_STATUSES)),
-        "cancel_url": session.cancel_url,
-        "return_url": success_redirect(session),
+        "final_statuses": " ".join(sorted(stops_at(shown))),
+        "cancel_url": shown.cancel_url,
+        "return_url": success_redirect(shown),
         "test_customers": [
             {"code": code, "pin": pin, "outcome": _OUTCOME_TEXT[outcome]}
             for code, pin, outcome in customers.TEST_CUSTOMERS

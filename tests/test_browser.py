@@ -17,8 +17,22 @@ import pytest
 import trio
 import trio.testing
 from fgcpay.clock import TrioClock
+from fgcpay.domain import subscriptions
 from fgcpay.settings import Settings
-from helpers import WAIT_MS, Server, browser, fill_and_pay, in_browser, screenshot, start_server
+from helpers import (
+    WAIT_MS,
+    Server,
+    browser,
+    charges_of,
+    fill_and_approve,
+    fill_and_pay,
+    in_browser,
+    page_url,
+    screenshot,
+    start_server,
+    stored,
+    subscription_to_approve,
+)
 from hosted import new_session
 
 # Skips (or, in CI, fails) every test here without chromium.
@@ -73,6 +87,55 @@ async def test_paying_as_test_0001_lands_on_the_success_url(server: Server, shop
     await in_browser(scenario)
     api = (await merchant.get(f"/checkout/sessions/{session['id']}")).json()
     assert api["status"] == "paid"
+
+
+async def test_approving_a_subscription_as_test_0001_lands_on_the_success_url(
+    server: Server, shop: str
+) -> None:
+    _, sub = await subscription_to_approve(
+        server, success_url=f"{shop}/thanks?plan=club", cancel_url=f"{shop}/cart"
+    )
+
+    def scenario() -> None:
+        with browser() as b:
+            page = b.new_page(viewport={"width": 390, "height": 844})
+            page.goto(page_url(server, sub))
+            assert page.get_by_test_id("amount").inner_text() == "12.50 FGC every month"
+            assert page.get_by_text("Coffee club").is_visible()
+            page.wait_for_function("document.body.dataset.status === 'paused'")
+            screenshot(page, f"subscription-approve-{server.db.dialect}")
+            fill_and_approve(page, "TEST-0001", "1234")
+            page.wait_for_url(f"{shop}/thanks*", timeout=WAIT_MS)
+            assert f"subscription_id={sub.id}" in page.url
+            assert "plan=club" in page.url
+            assert page.get_by_text("Thank you for your order").is_visible()
+
+    await in_browser(scenario)
+    assert (await stored(server.db, sub.id)).status == subscriptions.ACTIVE
+    assert len(await charges_of(server.db, sub.id)) == 1
+
+
+async def test_an_approval_in_another_tab_turns_this_tab_approved(
+    server: Server, shop: str
+) -> None:
+    _, sub = await subscription_to_approve(server, success_url=f"{shop}/thanks")
+
+    def scenario() -> None:
+        with browser() as b:
+            context = b.new_context()
+            first = context.new_page()
+            first.goto(page_url(server, sub))
+            first.wait_for_function("document.body.dataset.status === 'paused'")
+            second = context.new_page()
+            second.goto(page_url(server, sub))
+            fill_and_approve(second, "TEST-0001", "1234")
+            second.wait_for_url(f"{shop}/thanks*", timeout=WAIT_MS)
+            first.get_by_test_id("active").wait_for(state="visible", timeout=WAIT_MS)
+            assert first.get_by_text("Subscription approved").is_visible()
+            assert not first.get_by_role("button", name="Approve").is_visible()
+            screenshot(first, f"subscription-approved-elsewhere-{server.db.dialect}")
+
+    await in_browser(scenario)
 
 
 async def test_a_wrong_pin_shows_the_message(server: Server) -> None:

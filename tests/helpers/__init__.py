@@ -17,6 +17,7 @@ from ._browser import (
     screenshot,
 )
 from ._openapi import assert_documented, component, operation, parameter, schema_validator
+from ._page import fill_and_approve, page_url, subscription_to_approve
 from ._records import (
     CHARGING,
     CUSTOMER,
@@ -89,7 +90,10 @@ __all__ = [
     "create",
     "create_subscription",
     "create_test_clock",
+    "fill_and_approve",
     "fill_and_pay",
+    "page_url",
+    "subscription_to_approve",
     "fresh_postgres_database",
     "in_browser",
     "make_settings",
