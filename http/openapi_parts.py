@@ -14,8 +14,8 @@ INFO: dict[str, Any] = {
     "title": "fgcpay Merchant Payments API",
     "version": "0.1.0",
     "summary": (
-        "Hosted one-time checkout sessions and signed webhooks, with their events and "
-        "delivery log. Test mode only."
+        "Hosted one-time checkout sessions and subscriptions (with test clocks), and signed "
+        "webhooks, with their events and delivery log. Test mode only."
     ),
     "description": (
         "All requests and responses are JSON. Authenticate with `Authorization: Bearer "
