@@ -15,7 +15,7 @@ from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.subscriptions import Subscription, SubscriptionRequest
 from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
 from fgcpay.domain.webhooks import Event, new_event
-from fgcpay.storage import Database, Tx
+from fgcpay.storage import Database
 from fgcpay.storage import customers as customer_rows
 from fgcpay.storage import subscriptions as subscription_rows
 from fgcpay.storage import test_clocks as clock_rows
@@ -86,21 +86,6 @@ _WRITES = {
     "cancel": subscription_rows.cancel,
     "end": subscription_rows.end,
 }
-
-
-def _settle_and_approve(
-    tx: Tx,
-    scope: str,
-    code: str,
-    now_us: int,
-    before: Subscription,
-    after: Subscription,
-    charge: Transaction,
-    events: Sequence[Event],
-) -> bool:
-    # The right PIN's attempt settles with the approval: one commit, as a session's payment.
-    customer_rows.settle_attempt(tx, scope, code, now_us, True)
-    return subscription_rows.approve(tx, before, after, charge, events)
 
 
 class SubscriptionActor:
@@ -301,7 +286,14 @@ class SubscriptionActor:
         ]
         charge = self._charge(sub, code, now)
         if await self.db.write(
-            _settle_and_approve, scope, code, self.clock.now_us(), sub, after, charge, events
+            subscription_rows.settle_and_approve,
+            scope,
+            code,
+            self.clock.now_us(),
+            sub,
+            after,
+            charge,
+            events,
         ):
             self.on_change(after)
             return ApproveResult(APPROVED, after)

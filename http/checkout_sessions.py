@@ -7,10 +7,10 @@ from fgcpay.domain.lists import Page, envelope, parse_list_query
 from quart import Blueprint, Response, request
 
 from .body import json_object
-from .idempotency import idempotent, pending, stored_headers
+from .idempotency import created, idempotent
 from .operations import operation
 from .plumbing import current_service, principal
-from .responses import JSON_TYPE, dump, json_response
+from .responses import json_response
 
 blueprint = Blueprint("checkout_sessions", __name__, url_prefix="/api/v1/checkout/sessions")
 TAG = "Checkout sessions"
@@ -35,16 +35,11 @@ async def create_checkout_session() -> Response:
     body = await json_object()
     parsed = checkout.parse_create(body)
     session = service.checkout.build(parsed, merchant.id)
-    text = dump(checkout.to_json(session, service.settings.public_url))
-    headers = {"Content-Type": JSON_TYPE}
-    if parsed.used_amount_minor:
-        headers["Deprecation"] = "true"
-    claim = pending()
-    completion = claim.completion(201, stored_headers(headers), text) if claim else None
-    await service.checkout.create(session, completion)
-    if claim:
-        claim.recorded = True
-    return Response(text, status=201, headers=headers)
+    return await created(
+        checkout.to_json(session, service.settings.public_url),
+        lambda completion: service.checkout.create(session, completion),
+        deprecated=parsed.used_amount_minor,
+    )
 
 
 @blueprint.get("")

@@ -40,6 +40,7 @@ from quart import Response, g, request
 
 from .errors import api_error_response
 from .plumbing import current_service, principal
+from .responses import JSON_TYPE, dump
 
 P = ParamSpec("P")
 HEADER = "Idempotency-Key"
@@ -178,3 +179,21 @@ def _idempotent(
 def stored_headers(headers: Any) -> dict[str, str]:
     """The headers a replay repeats (a replay gets its own Request-Id and RateLimit)."""
     return {h: str(headers[h]) for h in _KEPT_HEADERS if h in headers}
+
+
+async def created(
+    body: Any, store: Callable[[Completion | None], Awaitable[None]], *, deprecated: bool = False
+) -> Response:
+    """The 201 of a create: `body` answered as JSON, after `store(completion)` wrote the new
+    resource with this request's idempotent answer (None without `Idempotency-Key`) in the
+    same transaction, so a replay repeats exactly this answer. `deprecated` adds
+    `Deprecation: true` (the request used `amount_minor`)."""
+    text = dump(body)
+    headers = {"Content-Type": JSON_TYPE}
+    if deprecated:
+        headers["Deprecation"] = "true"
+    claim = pending()
+    await store(claim.completion(201, stored_headers(headers), text) if claim else None)
+    if claim:
+        claim.recorded = True
+    return Response(text, status=201, headers=headers)

@@ -7,10 +7,10 @@ from fgcpay.domain.lists import Page, envelope, parse_list_query
 from quart import Blueprint, Response, request
 
 from .body import json_object, no_body
-from .idempotency import idempotent, pending, stored_headers
+from .idempotency import created, idempotent
 from .operations import operation
 from .plumbing import current_service, principal
-from .responses import JSON_TYPE, dump, json_response
+from .responses import json_response
 
 blueprint = Blueprint("subscriptions", __name__, url_prefix="/api/v1/subscriptions")
 TAG = "Subscriptions"
@@ -51,16 +51,11 @@ async def create_subscription() -> Response:
     if unknown_clock is not None:
         raise unknown_clock
     subscription = service.subscriptions.build(parsed, merchant.id, now_us)
-    text = dump(subscriptions.to_json(subscription, service.settings.public_url))
-    headers = {"Content-Type": JSON_TYPE}
-    if parsed.used_amount_minor:
-        headers["Deprecation"] = "true"
-    claim = pending()
-    completion = claim.completion(201, stored_headers(headers), text) if claim else None
-    await service.subscriptions.create(subscription, completion)
-    if claim:
-        claim.recorded = True
-    return Response(text, status=201, headers=headers)
+    return await created(
+        subscriptions.to_json(subscription, service.settings.public_url),
+        lambda completion: service.subscriptions.create(subscription, completion),
+        deprecated=parsed.used_amount_minor,
+    )
 
 
 @blueprint.get("")

@@ -11,10 +11,10 @@ from pydantic import Field
 from quart import Blueprint, Response, request
 
 from .body import json_object
-from .idempotency import idempotent, pending, stored_headers
+from .idempotency import created, idempotent
 from .operations import operation
 from .plumbing import current_service, principal
-from .responses import JSON_TYPE, dump, json_response
+from .responses import json_response
 
 blueprint = Blueprint("test_clocks", __name__, url_prefix="/api/v1/test_clocks")
 TAG = "Test clocks"
@@ -43,15 +43,11 @@ class DeletedTestClockWire(test_clocks.TestClockWire):
 async def create_test_clock() -> Response:
     service = current_service()
     parsed = test_clocks.parse_create(await json_object())
-    created = service.test_clocks.build(parsed, principal().merchant.id)
-    text = dump(test_clocks.to_json(created))
-    headers = {"Content-Type": JSON_TYPE}
-    claim = pending()
-    completion = claim.completion(201, stored_headers(headers), text) if claim else None
-    await service.test_clocks.create(created, completion)
-    if claim:
-        claim.recorded = True
-    return Response(text, status=201, headers=headers)
+    clock = service.test_clocks.build(parsed, principal().merchant.id)
+    return await created(
+        test_clocks.to_json(clock),
+        lambda completion: service.test_clocks.create(clock, completion),
+    )
 
 
 @blueprint.get("")

@@ -11,7 +11,7 @@ from fgcpay.domain.subscriptions import STATES, Subscription
 from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
 from fgcpay.domain.webhooks import Event
 
-from . import idempotency, transactions, webhooks
+from . import customers, idempotency, transactions, webhooks
 from ._database import Row, Tx
 from ._status import status_in
 from .checkout_sessions import notify_status
@@ -270,3 +270,21 @@ def _problems(
         if (event.merchant_id, event.resource_id, event.sequence) != of_this_change:
             problems.append(f"event {event.id} is not of this change")
     return problems
+
+
+def settle_and_approve(
+    tx: Tx,
+    scope: str,
+    code: str,
+    now_us: int,
+    before: Subscription,
+    after: Subscription,
+    charge: Transaction,
+    events: Sequence[Event],
+) -> bool:
+    """A right PIN's attempt settled and the subscription approved (`approve`) in one
+    transaction, as a session's `settle_and_pay`: one durable commit fewer between the
+    customer's confirm and the answer. The attempt is settled even when the subscription
+    moved on meanwhile."""
+    customers.settle_attempt(tx, scope, code, now_us, True)
+    return approve(tx, before, after, charge, events)

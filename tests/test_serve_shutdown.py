@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from helpers import wait_ready_blocking
 from processes import FGCPAY, free_port
 
 WORKERS = 2
@@ -53,7 +54,11 @@ def command(tmp_path: Path, database_url: str) -> Iterator[tuple[subprocess.Pope
     )  # fmt: skip
     workers: list[int] = []
     try:
-        _wait_ready(url, process, tmp_path / "serve.log")
+        wait_ready_blocking(
+            url,
+            alive=lambda: _still_running(process),
+            log=lambda: (tmp_path / "serve.log").read_text(),
+        )
         workers = _workers_of(process.pid)
         yield process, url
     finally:
@@ -66,17 +71,8 @@ def command(tmp_path: Path, database_url: str) -> Iterator[tuple[subprocess.Pope
         log.close()
 
 
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert process.poll() is None, log.read_text()
-        try:
-            if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)  # polling another process that has no other way to say it is up
-    raise AssertionError("the service did not become ready")
+def _still_running(process: subprocess.Popen[bytes]) -> None:
+    assert process.poll() is None, "fgcpay serve exited before it was ready"
 
 
 def _workers_of(parent: int) -> list[int]:

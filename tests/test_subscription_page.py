@@ -13,13 +13,13 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from fgcpay.actors import subscription as subscription_actor
 from fgcpay.clock import TrioClock
 from fgcpay.domain import checkout
 from fgcpay.domain import subscriptions as subs
 from fgcpay.domain.periods import DAY_US
 from fgcpay.domain.times import iso_ms
 from fgcpay.settings import Settings
+from fgcpay.storage import subscriptions as subscription_rows
 from fgcpay.storage import transactions
 from helpers import (
     Server,
@@ -351,7 +351,7 @@ async def test_an_approval_that_outlives_its_ask_shows_the_true_outcome(
     release = trio.Event()
 
     async def slow_write(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        if fn is subscription_actor._settle_and_approve:
+        if fn is subscription_rows.settle_and_approve:
             # A slow approval (mock time): past the ask's timeout, then it commits.
             if commits:
                 await trio.sleep(ask_timeout * 1.5)
