@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import attrs
@@ -29,6 +28,7 @@ from helpers import (
     in_browser,
     page_url,
     screenshot,
+    shop_site,
     start_server,
     stored,
     subscription_to_approve,
@@ -39,31 +39,10 @@ from hosted import new_session
 pytestmark = pytest.mark.usefixtures("need_browser")
 
 
-class _Shop(BaseHTTPRequestHandler):
-    """The merchant's site: only the page customers return to."""
-
-    def do_GET(self) -> None:  # noqa: N802
-        body = b"<!doctype html><title>Shop</title><h1>Thank you for your order</h1>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def shop() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Shop)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with shop_site() as url:
+        yield url
 
 
 async def test_paying_as_test_0001_lands_on_the_success_url(server: Server, shop: str) -> None:

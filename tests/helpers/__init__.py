@@ -15,6 +15,7 @@ from ._browser import (
     fill_and_pay,
     in_browser,
     screenshot,
+    shop_site,
 )
 from ._openapi import assert_documented, component, operation, parameter, schema_validator
 from ._page import fill_and_approve, page_url, subscription_to_approve
@@ -102,6 +103,7 @@ __all__ = [
     "poll_until",
     "schema_validator",
     "screenshot",
+    "shop_site",
     "start_server",
     "subscription_charge",
     "subscription_event",

@@ -1,4 +1,5 @@
-"""Headless chromium driven by Playwright's sync API, from a thread beside the trio one."""
+"""Headless chromium driven by Playwright's sync API, from a thread beside the trio one, and
+the merchant's site a customer returns to from the hosted page."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import shutil
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -74,3 +76,32 @@ def fill_and_pay(page: Page, code: str, pin: str) -> None:
     page.get_by_label("Customer code").fill(code)
     page.get_by_label("PIN").fill(pin)
     page.get_by_role("button", name="Pay").click()
+
+
+class _Shop(BaseHTTPRequestHandler):
+    """The merchant's site: only the page customers return to."""
+
+    def do_GET(self) -> None:  # noqa: N802
+        body = b"<!doctype html><title>Shop</title><h1>Thank you for your order</h1>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def shop_site() -> Iterator[str]:
+    """A merchant's site on 127.0.0.1 whose every page says "Thank you for your order"
+    (a `success_url` for the browser to land on); yields its base URL."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Shop)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
