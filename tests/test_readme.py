@@ -5,7 +5,9 @@ checked against the `# ...` lines the README prints under it.
 
 The only substitutions are the ones the README asks the reader to make: a placeholder
 such as `fp_test_...`, `mer_...` or `cs_test_...` becomes the latest value with that
-prefix an earlier command printed.
+prefix an earlier command printed. What the README asks the reader to do in a browser
+(approve a subscription after the block that created it, pay the session at the end) is
+done as a browser without JavaScript would: the page, then its form.
 
 Ports: the README's commands name 127.0.0.1:8000 and :9000 literally, so a free port
 cannot be used without editing them. Instead the shell runs in its own network
@@ -36,8 +38,8 @@ from helpers import poll_until
 ROOT = Path(__file__).parent.parent
 VENV = Path(sys.executable).parent.parent
 DEADLINE_S = 20.0
-PLACEHOLDER = re.compile(r"\b((?:fp_test|cs_test|mer|we|evt|whsec)_)\.\.\.")
-ISSUED = re.compile(r"\b((?:fp_test|cs_test|mer|we|evt|whsec)_)[A-Za-z0-9+/=]{8,}")
+PLACEHOLDER = re.compile(r"\b((?:fp_test|cs_test|sub_test|mer|we|evt|whsec)_)\.\.\.")
+ISSUED = re.compile(r"\b((?:fp_test|cs_test|sub_test|mer|we|evt|whsec)_)[A-Za-z0-9+/=]{8,}")
 LOCAL_URL = re.compile(r"http://127\.0\.0\.1:(\d+)")
 
 
@@ -235,8 +237,9 @@ WAIT_FOR_PORT = (  # in a subshell: its `exit` must not end the reader's shell
     "sleep 0.05; done; exit 1)"
 )
 
-# The reader's part that is not a shell command: "open the checkout_url and pay as
-# TEST-0001 / 1234", done as the browser would (page, then the form with its CSRF token).
+# The reader's part that is not a shell command: "open the checkout_url and pay (or
+# approve) as TEST-0001 / 1234", done as the browser would (page, then the form with its
+# CSRF token; a subscription's Approve posts the same form as a session's Pay).
 PAY = """.venv/bin/python - <<'PAY'
 import re, httpx
 url = "{url}"
@@ -249,47 +252,80 @@ with httpx.Client() as browser:
 PAY"""
 
 
+def _event_type(line: str) -> str | None:
+    try:  # `evt_... <the event>`; the last line may still be being written
+        event: dict[str, Any] = json.loads(line.split(" ", 1)[1])
+    except (IndexError, ValueError):
+        return None
+    return str(event.get("type"))
+
+
+def receiver_line(shell: Shell, receiver: int, event_type: str, deadline: float) -> str:
+    """The line the README's receiver printed for the first event of `event_type`."""
+
+    def printed() -> list[str]:
+        lines = shell.output_of(receiver).splitlines()
+        return [line for line in lines if _event_type(line) == event_type]
+
+    poll_until(
+        lambda: bool(printed()),
+        within=deadline - time.monotonic(),
+        what=f"the receiver printing {event_type}",
+    )
+    return printed()[0]
+
+
 def test_the_quick_start_runs_verbatim(shell: Shell) -> None:
     deadline = time.monotonic() + 60  # each step is bounded; the whole run takes ~5 s
     readme = (ROOT / "README.md").read_text()
-    commands = [command for block in quick_start_blocks(readme) for command in commands_of(block)]
+    blocks = [commands_of(block) for block in quick_start_blocks(readme)]
+    commands = [command for block in blocks for command in block]
     assert len(commands) >= 8, commands
     issued: dict[str, str] = {}
     receiver: int | None = None
     created: dict[str, Any] = {}
-    for command in commands:
-        text = substitute(command.text, issued)
-        rc, out, err = shell.run(text, deadline)
-        assert rc == 0, f"{text}\n-> exit {rc}\n{out}\n{err}"
-        first_line = text.splitlines()[0]
-        if first_line.rstrip().endswith("&") or re.search(r"&\s+#", first_line):
-            # A job started in the background: wait, as a reader would, until it listens
-            # on the address its comment names.
-            port = LOCAL_URL.search(first_line)
-            assert port, f"a background command without its address: {first_line}"
-            rc, _, _ = shell.run(WAIT_FOR_PORT.format(port=port.group(1)), deadline)
-            assert rc == 0, f"nothing listens on {port.group(1)} after: {first_line}\n{err}"
-            if "receiver" in first_line:
-                receiver = shell.count - 1
-            continue
-        check_output(command.expected, out, first_line)
-        for match in ISSUED.finditer(out):
-            issued[match.group(1)] = match.group(0)
-        if "checkout/sessions \\" in first_line or first_line.endswith("/checkout/sessions \\"):
-            created = json.loads("\n".join(out.strip().splitlines()[:-1]))
+    subscription: dict[str, Any] = {}
+    approved = False
+    for block in blocks:
+        for command in block:
+            text = substitute(command.text, issued)
+            rc, out, err = shell.run(text, deadline)
+            assert rc == 0, f"{text}\n-> exit {rc}\n{out}\n{err}"
+            first_line = text.splitlines()[0]
+            if first_line.rstrip().endswith("&") or re.search(r"&\s+#", first_line):
+                # A job started in the background: wait, as a reader would, until it listens
+                # on the address its comment names.
+                port = LOCAL_URL.search(first_line)
+                assert port, f"a background command without its address: {first_line}"
+                rc, _, _ = shell.run(WAIT_FOR_PORT.format(port=port.group(1)), deadline)
+                assert rc == 0, f"nothing listens on {port.group(1)} after: {first_line}\n{err}"
+                if "receiver" in first_line:
+                    receiver = shell.count - 1
+                continue
+            check_output(command.expected, out, first_line)
+            for match in ISSUED.finditer(out):
+                issued[match.group(1)] = match.group(0)
+            if "checkout/sessions \\" in first_line or first_line.endswith("/checkout/sessions \\"):
+                created = json.loads("\n".join(out.strip().splitlines()[:-1]))
+            if first_line.endswith("/api/v1/subscriptions \\"):
+                subscription = json.loads("\n".join(out.strip().splitlines()[:-1]))
+        if subscription and not approved:
+            # The prose after the block that created it: "open its checkout_url and approve".
+            rc, out, err = shell.run(PAY.format(url=subscription["checkout_url"]), deadline)
+            welcome = f"303 https://shop.example/welcome?subscription_id={subscription['id']}"
+            assert rc == 0 and out.strip() == welcome, (out, err)
+            approved = True
     # What the quick start promises around its commands.
     assert created.get("checkout_url", "").startswith("http://127.0.0.1:8000/checkout/cs_test_")
     assert "whsec_" in issued and "we_" in issued, "the webhook endpoint was registered"
     assert receiver is not None, "the README starts a webhook receiver"
+    assert approved, "the README creates a subscription"
+    for event_type in ("subscription.activated", "subscription.charged"):
+        line = receiver_line(shell, receiver, event_type, deadline)
+        assert json.loads(line.split(" ", 1)[1])["data"]["object"]["id"] == subscription["id"]
     rc, out, err = shell.run(PAY.format(url=created["checkout_url"]), deadline)
     assert rc == 0 and out.startswith("303 https://shop.example/thanks?order=1042"), (out, err)
-    receiver_job = receiver
-    poll_until(
-        lambda: "checkout.session.paid" in shell.output_of(receiver_job),
-        within=deadline - time.monotonic(),
-        what="the receiver printing checkout.session.paid",
-    )
-    delivered = shell.output_of(receiver).strip().splitlines()[0]
+    delivered = receiver_line(shell, receiver, "checkout.session.paid", deadline)
     check_output(
         ['evt_... {"id": "evt_...", "object": "event", "type": "checkout.session.paid", ...}'],
         delivered,
