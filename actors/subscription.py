@@ -9,11 +9,11 @@ from typing import Any
 
 import attrs
 from fgcpay.clock import Clock
-from fgcpay.domain import customers, errors, ids, periods, subscriptions
+from fgcpay.domain import customers, errors, ids, periods, subscriptions, transactions
 from fgcpay.domain import test_clocks as clock_rules
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.subscriptions import Subscription, SubscriptionRequest
-from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
+from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction, TransactionWire
 from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.storage import Database
 from fgcpay.storage import customers as customer_rows
@@ -88,6 +88,19 @@ _WRITES = {
 }
 
 
+def _transaction_of(event_type: str, attempt: Transaction | None) -> TransactionWire | None:
+    """`data.transaction` of an event (contract, "Webhooks"): `subscription.charged` shows
+    the ledger row written, `subscription.payment_failed` the declined attempt (no id: a
+    declined charge moves no money and is in no ledger); other events none."""
+    if attempt is None:
+        return None
+    if event_type == "subscription.charged":
+        return transactions.to_json(attempt)
+    if event_type == "subscription.payment_failed":
+        return transactions.to_json(attempt, declined=True)
+    return None
+
+
 class SubscriptionActor:
     """Behaviour of one subscription. State: the subscription, or None if it does not exist."""
 
@@ -143,7 +156,9 @@ class SubscriptionActor:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def _event(self, sub: Subscription, event_type: str) -> Event:
+    def _event(
+        self, sub: Subscription, event_type: str, attempt: Transaction | None = None
+    ) -> Event:
         # Stamped with the service's time, even on a test clock: an event's time is when
         # its deliveries are due, and a clock's time may be years ahead of the real one.
         return new_event(
@@ -154,6 +169,7 @@ class SubscriptionActor:
             sub.version,
             subscriptions.to_json(sub, self.public_url),
             self.clock.now_us(),
+            _transaction_of(event_type, attempt),
         )
 
     def _charge(self, before: Subscription, code: str, now: int) -> Transaction:
@@ -176,12 +192,17 @@ class SubscriptionActor:
         """Write `step` with its events (and its charge where money moves); the record as
         stored after it, or storage's word when the row moved on first."""
         after = step.subscription
-        events = [self._event(after, event_type) for event_type in event_types]
+        # The charge of the period due (`before.charge_count`): the ledger row when the step
+        # pays; shown declined by `subscription.payment_failed` when it does not. Only the
+        # events of a charge show it (`_transaction_of`).
+        attempt = None
+        if after.customer_code is not None:  # approved: set by the approval
+            attempt = self._charge(before, after.customer_code, now)
+        events = [self._event(after, event_type, attempt) for event_type in event_types]
         if step.transition in _CHARGING_WRITES:
-            assert after.customer_code is not None  # set at approval
-            charge = self._charge(before, after.customer_code, now)
+            assert attempt is not None  # charging steps follow the approval, which sets the code
             written = await self.db.write(
-                _CHARGING_WRITES[step.transition], before, after, charge, events
+                _CHARGING_WRITES[step.transition], before, after, attempt, events
             )
         else:
             written = await self.db.write(_WRITES[step.transition], before, after, events)
@@ -280,11 +301,11 @@ class SubscriptionActor:
     async def _activate(self, sub: Subscription, scope: str, code: str, now: int) -> ApproveResult:
         step = periods.approve(sub, customer_code=code, now_us=now)
         after = step.subscription
+        charge = self._charge(sub, code, now)
         events = [
             self._event(after, "subscription.activated"),
-            self._event(after, "subscription.charged"),
+            self._event(after, "subscription.charged", charge),
         ]
-        charge = self._charge(sub, code, now)
         if await self.db.write(
             subscription_rows.settle_and_approve,
             scope,

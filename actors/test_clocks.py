@@ -4,6 +4,7 @@ runs everything due on a clock up to its new time through the subscriptions' act
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import attrs
 import trio
@@ -24,7 +25,7 @@ from .subscription import KIND, Act, Reload
 ADVANCE_BATCH = 500
 ADVANCE_CONCURRENCY = 32
 ADVANCE_RETRY_SECONDS = 1.0
-# Clocks left advancing that one start resumes (longest first); more are unlikely.
+# Clocks left advancing that one check resumes (longest first); more are unlikely.
 RESUME_BATCH = 1000
 
 
@@ -39,7 +40,13 @@ class TestClocks:
     host: ActorHost
     clock: Clock
     nursery: trio.Nursery
-    _running: set[str] = attrs.field(factory=set)
+    # How often `resume` looks for advances nobody runs (the durable timers' poll interval).
+    resume_seconds: float = 30.0
+    # For tests: awaited by every advance before its first batch, so a test holds a clock
+    # `advancing` exactly as long as it needs (see `tests/helpers`' `advances_held`).
+    before_advance: Callable[[TestClock], Awaitable[None]] | None = None
+    # The advances this process runs, by clock id and the version `begin_advance` wrote.
+    _running: set[tuple[str, int]] = attrs.field(factory=set)
 
     def build(self, request: TestClockRequest, merchant_id: str) -> TestClock:
         return clock_rules.new_test_clock(
@@ -114,34 +121,51 @@ class TestClocks:
             current = await self.get(merchant_id, clock_id)
 
     def _start(self, test_clock: TestClock) -> None:
-        if test_clock.id not in self._running:
-            self._running.add(test_clock.id)
-            self.nursery.start_soon(self._run_advance, test_clock)
+        # Keyed by the version too: an advance begun here while this process still winds
+        # down the run of the previous one (which another process finished first) is a new
+        # run, not that one.
+        key = (test_clock.id, test_clock.version)
+        if key not in self._running:
+            self._running.add(key)
+            self.nursery.start_soon(self._run_advance, test_clock, key)
 
     async def resume(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Finish the advances a process left behind (it died mid-advance)."""
+        """Run the advances nobody runs: at start, and every `resume_seconds` after, every
+        clock `advancing` that this process is not advancing (a process died mid-advance,
+        while the others keep running).
+
+        "Nobody runs it" is judged as "this process does not": a clock another live
+        process is advancing is joined too, once its advance outlasts the interval. That
+        is harmless, since every step is a subscription actor's conditional write, the
+        ledger's key charges each period once and `finish_advance` is guarded by the
+        clock's version, and it costs only repeated reads and lost write races. A
+        heartbeat (a column each batch writes, stale after a while) would save that, for
+        a write per batch, a migration, and a dead process's clock waiting out the
+        staleness as well.
+        """
         task_status.started()
         while True:
             try:
                 left = await self.db.read(clock_rows.advancing, RESUME_BATCH)
-            except Exception as error:
+            except Exception as error:  # the database is down: look again next time
                 log_event(
                     "could not read advancing clocks", logging.WARNING, error=type(error).__name__
                 )
-                await trio.sleep(ADVANCE_RETRY_SECONDS)
-                continue
+                left = []
             for test_clock in left:
                 self._start(test_clock)
-            return
+            await trio.sleep(self.resume_seconds)
 
-    async def _run_advance(self, test_clock: TestClock) -> None:
+    async def _run_advance(self, test_clock: TestClock, key: tuple[str, int]) -> None:
         try:
+            if self.before_advance is not None:
+                await self.before_advance(test_clock)
             while not await self._advance_step(test_clock):
                 pass
         finally:
-            self._running.discard(test_clock.id)
+            self._running.discard(key)
 
     async def _advance_step(self, test_clock: TestClock) -> bool:
         """One batch of the advance; True once the clock is `ready` (or gone, or another

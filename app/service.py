@@ -164,7 +164,14 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                     eur_cents_per_fgc=settings.eur_cents_per_fgc,
                     on_created=lambda subscription: dispatcher.ring(),
                 ),
-                test_clocks=TestClocks(db=db, host=actors, clock=clock, nursery=nursery),
+                test_clocks=TestClocks(
+                    db=db,
+                    host=actors,
+                    clock=clock,
+                    nursery=nursery,
+                    # A clock a dead process left advancing is one more durable timer.
+                    resume_seconds=settings.expiry_poll_seconds,
+                ),
                 renewals=renewals,
             )
             await nursery.start(follow_status_changes, db, status_hub, nursery)

@@ -1,12 +1,30 @@
-"""Test transactions: the ledger that paid totals and balances are computed from."""
+"""Test transactions: the ledger that paid totals and balances are computed from, and a
+transaction's wire form (`GET /transactions`, and the charge in subscription events)."""
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 import attrs
+from pydantic import Field, WithJsonSchema
+from typing_extensions import TypedDict
+
+from . import money
+from .checkout import Time
+from .times import iso_ms
 
 PAYMENT = "payment"
 # One charge of a subscription: the approval's (period 0) or a renewal's (period n).
 SUBSCRIPTION_CHARGE = "subscription_charge"
+# An approved refund, a negative entry (issue 12 writes them).
+REFUND = "refund"
+TYPES = (PAYMENT, SUBSCRIPTION_CHARGE, REFUND)
+
+# Every ledger row succeeded: money moved. A declined charge moves none and is no ledger
+# row; `subscription.payment_failed` shows it in the same shape, `declined`, with no id.
+SUCCEEDED = "succeeded"
+DECLINED = "declined"
+STATUSES = (SUCCEEDED, DECLINED)
 
 
 @attrs.frozen
@@ -24,3 +42,96 @@ class Transaction:
     # (subscription_id, period), so a period can never be charged twice.
     subscription_id: str | None = None
     period: int | None = None
+
+
+def _nullable_id(prefix: str, description: str) -> WithJsonSchema:
+    return WithJsonSchema(
+        {
+            "type": ["string", "null"],
+            "pattern": f"^{prefix}[0-9A-Za-z]{{24}}$",
+            "description": description,
+        }
+    )
+
+
+class TransactionWire(TypedDict):
+    """A transaction on the wire (`GET /transactions`, subscription events)."""
+
+    id: Annotated[
+        str | None,
+        _nullable_id(
+            "txn_test_",
+            "The ledger row's id; null only for a declined charge attempt "
+            "(`subscription.payment_failed`), which is in no ledger.",
+        ),
+    ]
+    object: Literal["transaction"]
+    mode: Literal["test"]
+    type: Annotated[
+        str,
+        WithJsonSchema(
+            {
+                "type": "string",
+                "enum": list(TYPES),
+                "description": (
+                    "`payment` (a checkout session paid), `subscription_charge` (a "
+                    "subscription's approval or renewal), `refund` (an approved refund, "
+                    "negative)."
+                ),
+            }
+        ),
+    ]
+    status: Annotated[
+        str,
+        WithJsonSchema(
+            {
+                "type": "string",
+                "enum": list(STATUSES),
+                "description": (
+                    "`succeeded` for every ledger row; `declined` only for the declined "
+                    "attempt a `subscription.payment_failed` event carries (no money moved)."
+                ),
+            }
+        ),
+    ]
+    amount_fgc: Annotated[
+        str, Field(description="Normalized, two decimals; a refund's is negative: `-4.00`.")
+    ]
+    currency: Annotated[str, WithJsonSchema({"type": "string", "const": money.CURRENCY})]
+    checkout_session_id: Annotated[
+        str | None, _nullable_id("cs_test_", "The session a payment paid; else null.")
+    ]
+    subscription_id: Annotated[
+        str | None, _nullable_id("sub_test_", "The subscription charged; else null.")
+    ]
+    refund_id: Annotated[str | None, _nullable_id("re_test_", "The refund; else null.")]
+    period: Annotated[
+        int | None,
+        Field(
+            ge=0,
+            description=(
+                "A subscription charge's period, counted from the approval's (0); else null."
+            ),
+        ),
+    ]
+    created_at: Time
+
+
+def to_json(txn: Transaction, *, declined: bool = False) -> TransactionWire:
+    """The transaction as the API and the events show it (one serializer). `declined`:
+    a charge attempt that was declined, never written to the ledger (its id is not shown)."""
+    return {
+        "id": None if declined else txn.id,
+        "object": "transaction",
+        "mode": "test",
+        "type": txn.kind,
+        "status": DECLINED if declined else SUCCEEDED,
+        "amount_fgc": money.format_fgc(txn.amount_minor),
+        "currency": txn.currency,
+        "checkout_session_id": txn.checkout_session_id,
+        "subscription_id": txn.subscription_id,
+        # Refund rows come with issue 12, which adds the column; until then none is a refund's.
+        "refund_id": None,
+        "period": txn.period,
+        "created_at": iso_ms(txn.created_at),
+    }

@@ -10,7 +10,7 @@ import json
 import random
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 import attrs
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, with_config
@@ -20,6 +20,7 @@ from . import ids
 from .fields import Custom, Rule, Url, fail, once, ref, validate
 from .lists import DEFAULT_LIMIT, Cursor, Limit, ListQuery, OneOf, parse_query
 from .times import iso_ms
+from .transactions import TransactionWire
 
 EVENT_TYPES = (
     "checkout.session.paid",
@@ -167,8 +168,17 @@ def retry_delay(
 
 
 def event_body(
-    event_id: str, event_type: str, created_at: int, sequence: int, data_object: Mapping[str, Any]
+    event_id: str,
+    event_type: str,
+    created_at: int,
+    sequence: int,
+    data_object: Mapping[str, Any],
+    transaction: TransactionWire | None = None,
 ) -> EventWire:
+    data: EventData = {"object": dict(data_object)}
+    # Only the events of a charge have it; the others' bodies have no `transaction` key.
+    if transaction is not None:
+        data["transaction"] = transaction
     return {
         "id": event_id,
         "object": "event",
@@ -176,7 +186,7 @@ def event_body(
         "mode": "test",
         "created_at": iso_ms(created_at),
         "sequence": sequence,
-        "data": {"object": dict(data_object)},
+        "data": data,
     }
 
 
@@ -199,9 +209,12 @@ def new_event(
     sequence: int,
     data_object: Mapping[str, Any],
     now_us: int,
+    transaction: TransactionWire | None = None,
 ) -> Event:
-    """An event whose body is fixed now, so every delivery sends the same bytes."""
-    body = event_body(event_id, event_type, now_us, sequence, data_object)
+    """An event whose body is fixed now, so every delivery sends the same bytes.
+    `transaction`: the charge the event is about (`subscription.charged`,
+    `subscription.payment_failed`), shown as `data.transaction`."""
+    body = event_body(event_id, event_type, now_us, sequence, data_object, transaction)
     return Event(
         id=event_id,
         merchant_id=merchant_id,
@@ -283,6 +296,18 @@ class EventData(TypedDict):
         WithJsonSchema(
             {"description": "The resource as the API returns it (e.g. a CheckoutSession)."}
         ),
+    ]
+    transaction: NotRequired[
+        Annotated[
+            TransactionWire,
+            Field(
+                description=(
+                    "`subscription.charged` and `subscription.payment_failed` only: the "
+                    "charge. The ledger row written (`succeeded`), or the declined attempt "
+                    "(`declined`, `id` null: no money moved, so no ledger row)."
+                )
+            ),
+        ]
     ]
 
 

@@ -14,7 +14,7 @@ from fgcpay.actors import authorization as outcomes
 from fgcpay.actors import checkout_session
 from fgcpay.actors.subscription import APPROVED
 from fgcpay.clock import TrioClock
-from fgcpay.domain import errors
+from fgcpay.domain import errors, transactions
 from fgcpay.domain import subscriptions as subs
 from fgcpay.domain.periods import DAY_US
 from fgcpay.domain.times import iso_ms
@@ -28,6 +28,7 @@ from helpers import (
     Server,
     add_subscription,
     add_test_clock,
+    advances_held,
     charges_of,
     events_of,
     start_server,
@@ -98,6 +99,23 @@ async def test_approving_as_test_0001_activates_and_charges_period_0(server: Ser
     ]
     assert events[0].data["status"] == subs.PAUSED
     assert events[2].data == subs.to_json(active, service.settings.public_url)
+    # `subscription.charged` carries the ledger row it wrote; the others no transaction.
+    assert events[2].transaction == {
+        "id": charge.id,
+        "object": "transaction",
+        "mode": "test",
+        "type": "subscription_charge",
+        "status": "succeeded",
+        "amount_fgc": "12.50",
+        "currency": "FGC",
+        "checkout_session_id": None,
+        "subscription_id": sub.id,
+        "refund_id": None,
+        "period": 0,
+        "created_at": iso_ms(charge.created_at),
+    }
+    assert charge.id.startswith("txn_test_") and charge.created_at == active.approved_at
+    assert events[0].transaction is None and events[1].transaction is None
     # Approving again changes nothing.
     again = await service.subscriptions.approve(sub.id, "TEST-0001", "1234")
     assert again.outcome == outcomes.ALREADY_FINAL
@@ -193,6 +211,24 @@ async def test_a_monthly_subscription_renews_for_a_year_then_ends_at_its_max_tot
         iso_ms(start) for start in YEAR_OF_STARTS
     ]
     assert [event.data["charge_count"] for event in charged] == list(range(1, 13))
+    # And the ledger row each wrote: the approval's period 0, then renewals 1 to 11.
+    assert [event.transaction for event in charged] == [
+        {
+            "id": charge.id,
+            "object": "transaction",
+            "mode": "test",
+            "type": "subscription_charge",
+            "status": "succeeded",
+            "amount_fgc": "12.50",
+            "currency": "FGC",
+            "checkout_session_id": None,
+            "subscription_id": sub.id,
+            "refund_id": None,
+            "period": period,
+            "created_at": iso_ms(charge.created_at),
+        }
+        for period, charge in enumerate(charges)
+    ]
     assert [event.type for event in events[-1:]] == ["subscription.ended"]
     assert events[-1].data["ended_reason"] == subs.MAX_TOTAL_REACHED
     assert [event.sequence for event in events[3:]] == list(range(3, 3 + len(events) - 3))
@@ -240,12 +276,36 @@ async def test_test_0004_renewals_are_declined_retried_then_ended(
         subs.ENDED,
         subs.ENDED,
     ]
+    # Each `payment_failed` carries the declined attempt of period 1: the charge's shape,
+    # no id (no ledger row), `declined`; the `ended` beside the last one carries none.
+    failed = [event for event in events if event.type == "subscription.payment_failed"]
+    assert [{**event.transaction, "created_at": None} for event in failed if event.transaction] == [
+        {
+            "id": None,
+            "object": "transaction",
+            "mode": "test",
+            "type": "subscription_charge",
+            "status": "declined",
+            "amount_fgc": "12.50",
+            "currency": "FGC",
+            "checkout_session_id": None,
+            "subscription_id": sub.id,
+            "refund_id": None,
+            "period": 1,
+            "created_at": None,
+        }
+    ] * 3
+    assert [event.transaction for event in events if event.type == "subscription.ended"] == [None]
     # The first renewal is due Feb 28, its retries 1 and 3 days after that due time.
     due = utc_us(2027, 2, 28, 9)
     failed_at = [event.created_at for event in events if event.type.endswith("payment_failed")]
     retry_times = [due, due + DAY_US, due + 3 * DAY_US]
     for happened, expected in zip(failed_at, retry_times, strict=True):
         assert expected <= happened < expected + DAY_US // 24, (iso_ms(happened), expected)
+    for event, expected in zip(failed, retry_times, strict=True):
+        assert event.transaction is not None
+        attempted = event.transaction["created_at"]
+        assert iso_ms(expected) <= attempted <= iso_ms(event.created_at), attempted
     server.stop.set()
 
 
@@ -389,24 +449,25 @@ async def test_advancing_a_test_clock_a_year_runs_every_renewal_then_reads_ready
     monthly = await add_subscription(
         service, merchant.id, test_clock=test_clock.id, max_total_amount_fgc="150.00"
     )
-    # A daily one beside it keeps the advance busy long enough to be seen advancing.
-    daily = await add_subscription(service, merchant.id, test_clock=test_clock.id, interval="daily")
     assert monthly.created_at == ANCHOR
-    for sub in (monthly, daily):
-        approved = await service.subscriptions.approve(sub.id, "TEST-0001", "1234")
-        assert approved.outcome == APPROVED
-        assert approved.subscription.approved_at == ANCHOR
+    approved = await service.subscriptions.approve(monthly.id, "TEST-0001", "1234")
+    assert approved.outcome == APPROVED
+    assert approved.subscription.approved_at == ANCHOR
     a_year_on = ANCHOR + 366 * DAY_US
-    advancing = await clocks.advance(merchant.id, test_clock.id, a_year_on)
-    assert (advancing.status, advancing.frozen_time) == ("advancing", a_year_on)
-    with pytest.raises(errors.TestClockAdvancing) as busy:
-        await clocks.advance(merchant.id, test_clock.id, a_year_on + DAY_US)
-    assert busy.value.status == 409
+    # Held before its first batch: it reads advancing until released, however fast it runs.
+    with advances_held(service) as release:
+        advancing = await clocks.advance(merchant.id, test_clock.id, a_year_on)
+        assert (advancing.status, advancing.frozen_time) == ("advancing", a_year_on)
+        with pytest.raises(errors.TestClockAdvancing) as busy:
+            await clocks.advance(merchant.id, test_clock.id, a_year_on + DAY_US)
+        assert busy.value.status == 409
+        assert (await stored(server.db, monthly.id)).charge_count == 1
+        release.set()
 
-    async def ready() -> bool:
-        return (await clocks.get(merchant.id, test_clock.id)).status == "ready"
+        async def ready() -> bool:
+            return (await clocks.get(merchant.id, test_clock.id)).status == "ready"
 
-    await wait_until(ready, within=600.0, what="the advance finished")
+        await wait_until(ready, within=600.0, what="the advance finished")
     ended = await stored(server.db, monthly.id)
     assert (ended.status, ended.ended_reason, ended.charge_count) == (
         subs.ENDED,
@@ -421,9 +482,15 @@ async def test_advancing_a_test_clock_a_year_runs_every_renewal_then_reads_ready
     assert [event.data["current_period_start"] for event in charged] == [
         iso_ms(start) for start in YEAR_OF_STARTS
     ]
+    # Each carries its ledger row, stamped with the clock's time as the row is.
+    assert [event.transaction for event in charged] == [
+        transactions.to_json(charge) for charge in charges
+    ]
+    assert [event.transaction["created_at"] for event in charged if event.transaction] == [
+        iso_ms(start) for start in YEAR_OF_STARTS
+    ]
     # Events carry the service's time (their deliveries are due then), not the clock's.
     assert all(event.created_at < ANCHOR for event in charged)
-    assert (await stored(server.db, daily.id)).charge_count == 367  # period 0 and 366 days
     # Only forward.
     with pytest.raises(errors.ValidationFailed) as backwards:
         await clocks.advance(merchant.id, test_clock.id, ANCHOR)
@@ -457,6 +524,35 @@ async def test_an_advance_left_behind_is_resumed_at_start(
     await wait_until(ready, within=600.0, what="the advance resumed and finished")
     assert (await stored(second.db, sub.id)).charge_count == 3
     second.stop.set()
+
+
+async def test_a_clock_left_advancing_is_resumed_while_the_service_runs(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
+) -> None:
+    service_clock = TrioClock()
+    server = await start_server(nursery, settings, clock=service_clock)
+    service = service_of(server)
+    merchant = await server.merchant()
+    test_clock = await add_test_clock(service, merchant.id, iso_ms(ANCHOR))
+    sub = await add_subscription(service, merchant.id, test_clock=test_clock.id)
+    await service.subscriptions.approve(sub.id, "TEST-0001", "1234")
+    # As another process that died right after beginning the advance leaves it, after
+    # this one started: advancing, and nobody running it.
+    begun = await server.db.write(
+        clock_rows.begin_advance, test_clock, ANCHOR + 62 * DAY_US, service_clock.now_us()
+    )
+    assert begun is not None and begun.status == "advancing"
+    clock.jump(service.test_clocks.resume_seconds)  # the next look for such clocks
+
+    async def ready() -> bool:
+        found = await server.db.read(clock_rows.by_id, test_clock.id)
+        return found is not None and found.status == "ready"
+
+    await wait_until(ready, within=5.0, what="the stuck advance resumed and finished")
+    # Two renewals fell due in the 62 days (Feb 28, Mar 31): each charged once.
+    assert (await stored(server.db, sub.id)).charge_count == 3
+    assert [charge.period for charge in await charges_of(server.db, sub.id)] == [0, 1, 2]
+    server.stop.set()
 
 
 async def test_deleting_a_test_clock_deletes_its_subscriptions(server: Server) -> None:

@@ -11,6 +11,8 @@ from fgcpay.actors.subscription import APPROVED
 from helpers import (
     MerchantClient,
     Server,
+    charges_of,
+    component,
     create_subscription,
     create_test_clock,
     subscription_body,
@@ -256,3 +258,62 @@ async def test_created_and_cancelled_events_are_listed(server: Server) -> None:
     cancelled = await events(merchant, "subscription.cancelled")
     assert [e["data"]["object"]["id"] for e in cancelled] == [sub["id"]]
     assert cancelled[0]["data"]["object"]["status"] == "cancelled"
+
+
+async def test_charge_events_carry_the_charges_transaction(server: Server) -> None:
+    merchant = await server.merchant()
+    clock = await create_test_clock(merchant, "2030-05-01T12:00:00Z")
+    paying = await create_subscription(merchant, test_clock=clock["id"])
+    declined = await create_subscription(merchant, test_clock=clock["id"])
+    await approve(server, paying["id"])
+    result = await server.running.service.subscriptions.approve(declined["id"], "TEST-0004", "1234")
+    assert result.outcome == APPROVED
+    # Past the first renewal (June 1), before the first retry (June 2).
+    advanced = await merchant.post(
+        f"/test_clocks/{clock['id']}/advance", json={"frozen_time": "2030-06-01T13:00:00Z"}
+    )
+    assert advanced.status_code == 200, advanced.text
+
+    async def ready() -> bool:
+        got = await merchant.get(f"/test_clocks/{clock['id']}")
+        return bool(got.json()["status"] == "ready")
+
+    await wait_until(ready, within=30.0, what="the test clock reads ready")
+    charge = {
+        "object": "transaction", "mode": "test", "type": "subscription_charge",
+        "status": "succeeded", "amount_fgc": "12.50", "currency": "FGC",
+        "checkout_session_id": None, "refund_id": None,
+    }  # fmt: skip
+    charged = sorted(
+        (e["data"]["object"]["id"], e["data"]["transaction"]["period"], e["data"]["transaction"])
+        for e in await events(merchant, "subscription.charged")
+    )
+    ledger = {
+        sub_id: [c.id for c in await charges_of(server.db, sub_id)]
+        for sub_id in (paying["id"], declined["id"])
+    }
+    # The approvals' (period 0, at the clock's time) and the renewal's (period 1, at its
+    # due time on the clock), each the ledger row written.
+    expected = [
+        (sub_id, period, {**charge, "id": ledger[sub_id][period], "subscription_id": sub_id,
+                          "period": period, "created_at": created_at})
+        for sub_id, period, created_at in (
+            (paying["id"], 0, "2030-05-01T12:00:00.000Z"),
+            (paying["id"], 1, "2030-06-01T12:00:00.000Z"),
+            (declined["id"], 0, "2030-05-01T12:00:00.000Z"),
+        )
+    ]  # fmt: skip
+    assert charged == sorted(expected)
+    # TEST-0004's renewal was declined: the attempt, with no id (it is in no ledger).
+    [failed] = await events(merchant, "subscription.payment_failed")
+    assert failed["data"]["object"]["id"] == declined["id"]
+    assert failed["data"]["transaction"] == {
+        **charge, "id": None, "status": "declined", "subscription_id": declined["id"],
+        "period": 1, "created_at": "2030-06-01T12:00:00.000Z",
+    }  # fmt: skip
+    assert len(ledger[declined["id"]]) == 1
+    # Only those two types carry it, and the document describes it.
+    for other in await events(merchant, "subscription.activated"):
+        assert "transaction" not in other["data"]
+    for event in [failed, *await events(merchant, "subscription.charged")]:
+        assert not list(component("Event").iter_errors(event))

@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 from fgcpay.actors.subscription import APPROVED
-from helpers import MerchantClient, Server, create_subscription, create_test_clock, wait_until
+from helpers import (
+    MerchantClient,
+    Server,
+    advances_held,
+    create_subscription,
+    create_test_clock,
+    wait_until,
+)
 
 FAKE = "0" * 24
 ANCHOR = "2027-01-31T09:00:00Z"
@@ -122,22 +129,31 @@ async def test_advancing_a_year_charges_a_monthly_subscription_twelve_times(
 async def test_advance_while_advancing_is_409(server: Server) -> None:
     merchant = await server.merchant()
     clock = await create_test_clock(merchant, ANCHOR)
-    # Daily renewals over ten years keep the first advance busy long enough.
     sub = await create_subscription(merchant, test_clock=clock["id"], interval="daily")
     await server.running.service.subscriptions.approve(sub["id"], "TEST-0001", "1234")
-    first = await merchant.post(
-        f"/test_clocks/{clock['id']}/advance", json={"frozen_time": "2037-01-31T09:00:00Z"}
-    )
-    assert (first.status_code, first.json()["status"]) == (200, "advancing")
-    busy = await merchant.post(
-        f"/test_clocks/{clock['id']}/advance", json={"frozen_time": "2038-01-31T09:00:00Z"}
-    )
-    assert busy.status_code == 409
-    assert busy.json()["code"] == "test_clock_advancing"
-    listed = await merchant.get("/test_clocks", params={"status": "advancing"})
-    assert [c["id"] for c in listed.json()["data"]] == [clock["id"]]
-    # Deleting it stops what remains: nothing is left to charge.
-    assert (await merchant.delete(f"/test_clocks/{clock['id']}")).status_code == 200
+    advance = f"/test_clocks/{clock['id']}/advance"
+    # The first advance is held before its first batch until the test releases it.
+    with advances_held(server.running.service) as release:
+        first = await merchant.post(advance, json={"frozen_time": "2027-02-03T09:00:00Z"})
+        assert (first.status_code, first.json()["status"]) == (200, "advancing")
+        busy = await merchant.post(advance, json={"frozen_time": "2027-02-04T09:00:00Z"})
+        assert busy.status_code == 409
+        assert busy.json()["code"] == "test_clock_advancing"
+        got = (await merchant.get(f"/test_clocks/{clock['id']}")).json()
+        assert (got["status"], got["frozen_time"]) == ("advancing", "2027-02-03T09:00:00.000Z")
+        listed = await merchant.get("/test_clocks", params={"status": "advancing"})
+        assert [c["id"] for c in listed.json()["data"]] == [clock["id"]]
+        assert (await merchant.get(f"/subscriptions/{sub['id']}")).json()["charge_count"] == 1
+        release.set()
+        ready = await wait_ready(merchant, clock["id"])
+    assert ready["frozen_time"] == "2027-02-03T09:00:00.000Z"
+    # Released, it ran: the approval's charge and three days' renewals; the refused
+    # advance moved nothing.
+    assert (await merchant.get(f"/subscriptions/{sub['id']}")).json()["charge_count"] == 4
+    again = await merchant.post(advance, json={"frozen_time": "2027-02-04T09:00:00Z"})
+    assert (again.status_code, again.json()["frozen_time"]) == (200, "2027-02-04T09:00:00.000Z")
+    await wait_ready(merchant, clock["id"])
+    assert (await merchant.get(f"/subscriptions/{sub['id']}")).json()["charge_count"] == 5
 
 
 async def test_advance_only_moves_forward(server: Server) -> None:

@@ -4,10 +4,13 @@ and what the ledger and the event log hold for one subscription."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import attrs
+import trio
 from fgcpay.domain import subscriptions, test_clocks
 from fgcpay.domain.subscriptions import Subscription
 from fgcpay.domain.test_clocks import TestClock
@@ -63,14 +66,34 @@ async def charges_of(db: Database, subscription_id: str) -> list[Transaction]:
     return sorted(found, key=lambda charge: charge.period or 0)
 
 
+@contextmanager
+def advances_held(service: Service) -> Iterator[trio.Event]:
+    """Hold every test clock advance the service begins, before its first batch, until
+    the event yielded is set (at the latest when the block ends): meanwhile the clock
+    reads `advancing`, for exactly as long as the test needs."""
+    release = trio.Event()
+
+    async def hold(test_clock: TestClock) -> None:
+        await release.wait()
+
+    service.test_clocks.before_advance = hold
+    try:
+        yield release
+    finally:
+        service.test_clocks.before_advance = None
+        release.set()
+
+
 @attrs.frozen
 class StoredEvent:
-    """An event as the log holds it: its type, sequence, time and data object."""
+    """An event as the log holds it: its type, sequence, time, data object and, for the
+    events of a charge, `data.transaction` (else None)."""
 
     type: str
     sequence: int
     created_at: int
     data: dict[str, Any]
+    transaction: dict[str, Any] | None = None
 
 
 def _events(tx: Tx, resource_id: str) -> list[StoredEvent]:
@@ -79,15 +102,19 @@ def _events(tx: Tx, resource_id: str) -> list[StoredEvent]:
         " ORDER BY sequence, type",
         resource_id,
     )
-    return [
-        StoredEvent(
-            row["type"],
-            int(row["sequence"]),
-            int(row["created_at"]),
-            json.loads(row["body"])["data"]["object"],
+    found = []
+    for row in rows:
+        data = json.loads(row["body"])["data"]
+        found.append(
+            StoredEvent(
+                row["type"],
+                int(row["sequence"]),
+                int(row["created_at"]),
+                data["object"],
+                data.get("transaction"),
+            )
         )
-        for row in rows
-    ]
+    return found
 
 
 async def events_of(db: Database, resource_id: str) -> list[StoredEvent]:
