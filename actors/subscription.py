@@ -336,7 +336,8 @@ class Subscriptions:
 
     async def creation_time(self, merchant_id: str, test_clock_id: str | None) -> int:
         """The time a subscription is created at: its test clock's frozen time, else the
-        service's. 400 on `test_clock` when the merchant has no such clock."""
+        service's. 400 on `test_clock` when the merchant has no such clock, 409
+        `test_clock_advancing` while it advances."""
         if test_clock_id is None:
             return self.clock.now_us()
         found = None
@@ -344,6 +345,13 @@ class Subscriptions:
             found = await self.db.read(clock_rows.of_merchant, merchant_id, test_clock_id)
         if found is None:
             raise errors.ValidationFailed([errors.FieldError("test_clock", "No such test clock.")])
+        if found.status == clock_rules.ADVANCING:
+            # As Stripe: what is created now would be created at a time the advance is
+            # still moving through; wait for `ready`.
+            raise errors.TestClockAdvancing(
+                "The test clock is still advancing; try again once it is ready.",
+                {"id": found.id},
+            )
         return found.frozen_time
 
     def build(

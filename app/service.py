@@ -115,12 +115,16 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 publish_status(status_hub, session.id, session.status)
                 dispatcher.ring()  # its event and deliveries were committed with the change
 
-            def subscription_changed(subscription: Subscription) -> None:
-                publish_status(status_hub, subscription.id, subscription.status)
-                dispatcher.ring()
-                # An approval sets the first renewal's due time: the sweep may sleep past it.
+            def subscription_written(subscription: Subscription) -> None:
+                dispatcher.ring()  # its events were committed with it
+                # A creation (its end_date) or an approval (the first renewal) sets a due
+                # time the sweep may otherwise sleep past.
                 if subscription.test_clock_id is None and subscription.next_action_at:
                     renewals.schedule(subscription.next_action_at)
+
+            def subscription_changed(subscription: Subscription) -> None:
+                publish_status(status_hub, subscription.id, subscription.status)
+                subscription_written(subscription)
 
             actors.register(
                 CheckoutSessionActor(
@@ -162,7 +166,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                     clock=clock,
                     public_url=settings.public_url,
                     eur_cents_per_fgc=settings.eur_cents_per_fgc,
-                    on_created=lambda subscription: dispatcher.ring(),
+                    on_created=subscription_written,
                 ),
                 test_clocks=TestClocks(
                     db=db,

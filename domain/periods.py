@@ -127,13 +127,16 @@ Action = Renew | Retry | End
 
 def due_action(sub: Subscription) -> Action | None:
     """What the subscription does next and when, whatever the time now; None when nothing
-    ever will (paused, cancelled, ended). Its `due_at` is the `next_action_at` to store.
+    ever will (cancelled, ended, or paused without an `end_date`). Its `due_at` is the
+    `next_action_at` to store. A paused subscription ends at its `end_date` unapproved.
 
     The next period to charge is number `charge_count` (the approval charged period 0).
     Ending wins a tie: an `end_date` at or before the charge's due time ends the
     subscription at `end_date`, uncharged; a charge that would take `charged_total_minor`
     past `max_total_minor` ends it at the charge's due time instead.
     """
+    if sub.status == PAUSED and sub.end_date is not None:
+        return End(END_DATE_REACHED, sub.end_date)
     if sub.status not in (ACTIVE, PAST_DUE) or sub.approved_at is None:
         return None
     period = sub.charge_count
@@ -258,8 +261,8 @@ def declined(sub: Subscription, action: Renew | Retry, *, now_us: int) -> Step:
 
 
 def end(sub: Subscription, action: End, *, now_us: int) -> Step:
-    """`end_date` passed or the next charge would pass the maximum total: `ended` with
-    `action.reason`. Raises `StaleAction`."""
+    """`end_date` passed (approved or still paused) or the next charge would pass the
+    maximum total: `ended` with `action.reason`. Raises `StaleAction`."""
     _expect(sub, action)
     return _step(sub, "end", now_us, status=ENDED, ended_at=now_us, ended_reason=action.reason)
 

@@ -64,8 +64,9 @@ STATES = StateMachine(
         # A retry succeeded: active again, the period keeping its anchor.
         Transition("recover", {PAST_DUE}, ACTIVE),
         Transition("cancel", {PAUSED, ACTIVE, PAST_DUE}, CANCELLED),
-        # end_date reached, the next charge would pass max_total, or the retries failed.
-        Transition("end", {ACTIVE, PAST_DUE}, ENDED),
+        # end_date reached (approved or not: a paused subscription can no longer be
+        # approved then), the next charge would pass max_total, or the retries failed.
+        Transition("end", {PAUSED, ACTIVE, PAST_DUE}, ENDED),
     ),
 )
 STATUSES = STATES.statuses
@@ -320,7 +321,8 @@ def new_subscription(
     now_us: int,
     eur_cents_per_fgc: Decimal,
 ) -> Subscription:
-    """A new subscription, `paused` until the customer approves it; nothing is due yet."""
+    """A new subscription, `paused` until the customer approves it. Its only due time is
+    its `end_date`, when an unapproved subscription ends (`end_date_reached`)."""
     return Subscription(
         id=subscription_id,
         merchant_id=merchant_id,
@@ -342,6 +344,7 @@ def new_subscription(
         test_clock_id=request.test_clock_id,
         created_at=now_us,
         updated_at=now_us,
+        next_action_at=request.end_date,
     )
 
 

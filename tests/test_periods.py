@@ -12,7 +12,7 @@ import pytest
 from fgcpay.domain import periods, subscriptions
 from fgcpay.domain.periods import DAY_US, End, Renew, Retry, StaleAction, Step
 from fgcpay.domain.states import TransitionRefused
-from fgcpay.domain.subscriptions import STATES, Subscription, SubscriptionRequest
+from fgcpay.domain.subscriptions import END_DATE_REACHED, STATES, Subscription, SubscriptionRequest
 from fgcpay.domain.test_clocks import parse_date_time
 
 AMOUNT = 1250
@@ -194,6 +194,24 @@ def test_nothing_is_due_for_a_paused_or_final_subscription() -> None:
     cancelled = checked(sub, periods.cancel(sub, now_us=at("2026-01-02T00:00:00Z")))
     assert cancelled.next_action_at is None and cancelled.cancelled_at == at("2026-01-02T00:00:00Z")
     assert periods.next_action(cancelled, at("2099-01-01T00:00:00Z")) is None
+
+
+def test_a_paused_subscription_with_an_end_date_ends_then_unapproved() -> None:
+    end_date = at("2026-03-01T00:00:00Z")
+    sub = paused(end_date=end_date)
+    assert sub.next_action_at == end_date  # stored at creation: the sweep finds it
+    assert periods.due_action(sub) == End(END_DATE_REACHED, end_date)
+    assert periods.next_action(sub, end_date - 1) is None
+    action = periods.next_action(sub, end_date)
+    assert isinstance(action, End)
+    ended = checked(sub, periods.end(sub, action, now_us=end_date))
+    assert (ended.status, ended.ended_reason, ended.ended_at, ended.next_action_at) == (
+        "ended",
+        END_DATE_REACHED,
+        end_date,
+        None,
+    )
+    assert ended.charge_count == 0 and ended.approved_at is None
 
 
 def run_until(sub: Subscription, now_us: int, outcome: str = "paid") -> list[Any]:

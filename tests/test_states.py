@@ -21,7 +21,7 @@ NAMED = {
         "retry_declined": ({"past_due"}, "past_due"),
         "recover": ({"past_due"}, "active"),
         "cancel": ({"paused", "active", "past_due"}, "cancelled"),
-        "end": ({"active", "past_due"}, "ended"),
+        "end": ({"paused", "active", "past_due"}, "ended"),
     },
 }
 ALLOWED = {
@@ -35,6 +35,7 @@ ALLOWED = {
         ("paused", "cancelled"),
         ("active", "cancelled"),
         ("past_due", "cancelled"),
+        ("paused", "ended"),  # end_date passed before the customer approved
         ("active", "ended"),
         ("past_due", "ended"),
     },

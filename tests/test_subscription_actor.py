@@ -183,6 +183,35 @@ async def test_test_0004_pays_a_checkout_session(server: Server) -> None:
 # -- renewals on the real (mock) clock -----------------------------------------------------
 
 
+async def test_a_paused_subscription_past_its_end_date_ends_unapproved(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(nursery, settings, clock=TrioClock(start_us=ANCHOR))
+    service = service_of(server)
+    merchant = await server.merchant()
+    end_date = ANCHOR + 2 * DAY_US
+    sub = await add_subscription(service, merchant.id, end_date=iso_ms(end_date))
+    assert sub.next_action_at == end_date  # its only due time
+    clock.jump(2 * DAYS)
+    await wait_for_subscription_status(service, sub.id, subs.ENDED)
+    ended = await stored(server.db, sub.id)
+    assert (ended.ended_reason, ended.charge_count, ended.next_action_at) == (
+        subs.END_DATE_REACHED,
+        0,
+        None,
+    )
+    assert ended.ended_at is not None and ended.ended_at >= end_date
+    assert await charges_of(server.db, sub.id) == []
+    events = await events_of(server.db, sub.id)
+    assert types_and_sequences(events) == [("subscription.created", 1), ("subscription.ended", 2)]
+    # Too late to approve: the customer is told so, nothing is charged.
+    result = await service.subscriptions.approve(sub.id, "TEST-0001", "1234")
+    assert (result.outcome, result.subscription.status) == (outcomes.ALREADY_FINAL, subs.ENDED)
+    assert await charges_of(server.db, sub.id) == []
+    server.stop.set()
+
+
+
 async def test_a_monthly_subscription_renews_for_a_year_then_ends_at_its_max_total(
     nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
 ) -> None:
