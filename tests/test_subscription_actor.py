@@ -211,7 +211,6 @@ async def test_a_paused_subscription_past_its_end_date_ends_unapproved(
     server.stop.set()
 
 
-
 async def test_a_monthly_subscription_renews_for_a_year_then_ends_at_its_max_total(
     nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
 ) -> None:

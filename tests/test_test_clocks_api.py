@@ -13,6 +13,7 @@ from helpers import (
     advances_held,
     create_subscription,
     create_test_clock,
+    subscription_body,
     wait_until,
 )
 
@@ -144,6 +145,13 @@ async def test_advance_while_advancing_is_409(server: Server) -> None:
         listed = await merchant.get("/test_clocks", params={"status": "advancing"})
         assert [c["id"] for c in listed.json()["data"]] == [clock["id"]]
         assert (await merchant.get(f"/subscriptions/{sub['id']}")).json()["charge_count"] == 1
+        # Nothing new on a clock mid-advance either (as Stripe); nothing is created.
+        refused = await merchant.post(
+            "/subscriptions", json=subscription_body(test_clock=clock["id"])
+        )
+        assert (refused.status_code, refused.json()["code"]) == (409, "test_clock_advancing")
+        listed_subs = (await merchant.get("/subscriptions")).json()["data"]
+        assert [s["id"] for s in listed_subs] == [sub["id"]]
         release.set()
         ready = await wait_ready(merchant, clock["id"])
     assert ready["frozen_time"] == "2027-02-03T09:00:00.000Z"
