@@ -21,6 +21,7 @@ from .fields import (
     Url,
     canonical_json,
     fail,
+    one_of,
     ref,
     validate,
 )
@@ -231,15 +232,10 @@ class CheckoutSessionWire(TypedDict):
     mode: Literal["test"]
     status: Annotated[
         str,
-        WithJsonSchema(
-            {
-                "type": "string",
-                "enum": list(STATUSES),
-                "description": (
-                    "`created` -> `paid` (the customer authorized on the hosted page) or "
-                    "`expired` (at expires_at). `paid` and `expired` are final."
-                ),
-            }
+        one_of(
+            STATUSES,
+            "`created` -> `paid` (the customer authorized on the hosted page) or "
+            "`expired` (at expires_at). `paid` and `expired` are final.",
         ),
     ]
     currency: Annotated[str, WithJsonSchema({"type": "string", "const": money.CURRENCY})]

@@ -12,11 +12,17 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import attrs
-from pydantic import BaseModel, GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError
+from pydantic import (
+    BaseModel,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    ValidationError,
+    WithJsonSchema,
+)
 from pydantic_core import PydanticCustomError, core_schema
 
 from .errors import FieldError, ValidationFailed
@@ -65,6 +71,15 @@ def ref(name: str) -> dict[str, Any]:
     """A reference to the shared schema `name` (Amount, Metadata, EventType); the document
     generator writes it as a `$ref` (pydantic would try to resolve one itself)."""
     return {COMPONENT: name}
+
+
+def one_of(values: Iterable[str], description: str | None = None) -> WithJsonSchema:
+    """The schema of an answer field that is one of `values` (a status, a type), for
+    `Annotated[str, one_of(...)]` in a resource's wire form."""
+    schema: dict[str, Any] = {"type": "string", "enum": list(values)}
+    if description is not None:
+        schema["description"] = description
+    return WithJsonSchema(schema)
 
 
 def nullable(schema: dict[str, Any], required: bool) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from .fields import (
     canonical_json,
     fail,
     field_errors,
+    one_of,
     ref,
 )
 from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
@@ -377,22 +378,17 @@ class SubscriptionWire(TypedDict):
     subscription_id: str
     status: Annotated[
         str,
-        WithJsonSchema(
-            {
-                "type": "string",
-                "enum": list(STATUSES),
-                "description": (
-                    "`paused` (waiting for the customer's approval) -> `active` (approved; the "
-                    "first interval charged) -> `past_due` (a renewal declined, retried 1 and 3 "
-                    "days after its due time) -> `active` again or `ended`; `cancelled` by the "
-                    "cancel operation from `paused`, `active` or `past_due`; `ended` when "
-                    "end_date passes, the next charge would pass max_total_amount_fgc, or the "
-                    "retries are declined. `cancelled` and `ended` are final."
-                ),
-            }
+        one_of(
+            STATUSES,
+            "`paused` (waiting for the customer's approval) -> `active` (approved; the "
+            "first interval charged) -> `past_due` (a renewal declined, retried 1 and 3 "
+            "days after its due time) -> `active` again or `ended`; `cancelled` by the "
+            "cancel operation from `paused`, `active` or `past_due`; `ended` when "
+            "end_date passes, the next charge would pass max_total_amount_fgc, or the "
+            "retries are declined. `cancelled` and `ended` are final.",
         ),
     ]
-    interval: Annotated[str, WithJsonSchema({"type": "string", "enum": list(INTERVALS)})]
+    interval: Annotated[str, one_of(INTERVALS)]
     currency: Annotated[str, WithJsonSchema({"type": "string", "const": money.CURRENCY})]
     amount_fgc: Annotated[str, Field(description=f"Charged every interval. {_FGC}")]
     amount_minor: Annotated[

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from typing_extensions import TypedDict
 
 from .errors import FieldError, ValidationFailed
-from .fields import MAX_REFERENCE, Rule, Text, fail, validate
+from .fields import MAX_REFERENCE, Rule, Text, fail, one_of, validate
 from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
 from .times import iso_ms
 
@@ -250,14 +250,9 @@ class TestClockWire(TypedDict):
     ]
     status: Annotated[
         str,
-        WithJsonSchema(
-            {
-                "type": "string",
-                "enum": list(STATUSES),
-                "description": (
-                    "`advancing` while what is due up to the new frozen_time runs, then `ready`."
-                ),
-            }
+        one_of(
+            STATUSES,
+            "`advancing` while what is due up to the new frozen_time runs, then `ready`.",
         ),
     ]
     name: str | None

@@ -11,6 +11,7 @@ from typing_extensions import TypedDict
 
 from . import money
 from .checkout import Time
+from .fields import one_of
 from .times import iso_ms
 
 PAYMENT = "payment"
@@ -69,29 +70,19 @@ class TransactionWire(TypedDict):
     mode: Literal["test"]
     type: Annotated[
         str,
-        WithJsonSchema(
-            {
-                "type": "string",
-                "enum": list(TYPES),
-                "description": (
-                    "`payment` (a checkout session paid), `subscription_charge` (a "
-                    "subscription's approval or renewal), `refund` (an approved refund, "
-                    "negative)."
-                ),
-            }
+        one_of(
+            TYPES,
+            "`payment` (a checkout session paid), `subscription_charge` (a "
+            "subscription's approval or renewal), `refund` (an approved refund, "
+            "negative).",
         ),
     ]
     status: Annotated[
         str,
-        WithJsonSchema(
-            {
-                "type": "string",
-                "enum": list(STATUSES),
-                "description": (
-                    "`succeeded` for every ledger row; `declined` only for the declined "
-                    "attempt a `subscription.payment_failed` event carries (no money moved)."
-                ),
-            }
+        one_of(
+            STATUSES,
+            "`succeeded` for every ledger row; `declined` only for the declined "
+            "attempt a `subscription.payment_failed` event carries (no money moved).",
         ),
     ]
     amount_fgc: Annotated[

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, with_config
 from typing_extensions import TypedDict
 
 from . import ids
-from .fields import Custom, Rule, Url, fail, once, ref, validate
+from .fields import Custom, Rule, Url, fail, once, one_of, ref, validate
 from .lists import DEFAULT_LIMIT, Cursor, Limit, ListQuery, OneOf, parse_query
 from .times import iso_ms
 from .transactions import TransactionWire
@@ -434,15 +434,10 @@ class WebhookDeliveryWire(TypedDict):
     endpoint_id: Annotated[str, Field(pattern="^we_[0-9A-Za-z]{24}$")]
     status: Annotated[
         str,
-        WithJsonSchema(
-            {
-                "type": "string",
-                "enum": list(DELIVERY_STATUSES),
-                "description": (
-                    "`pending` until an attempt gets a 2xx (`succeeded`) or the retries run out "
-                    "or the endpoint is deleted (`failed`)."
-                ),
-            }
+        one_of(
+            DELIVERY_STATUSES,
+            "`pending` until an attempt gets a 2xx (`succeeded`) or the retries run out "
+            "or the endpoint is deleted (`failed`).",
         ),
     ]
     attempt_count: Annotated[int, Field(ge=0)]
