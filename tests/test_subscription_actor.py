@@ -18,7 +18,7 @@ from fgcpay.domain import errors, transactions
 from fgcpay.domain import subscriptions as subs
 from fgcpay.domain.periods import DAY_US
 from fgcpay.domain.times import iso_ms
-from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE
+from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
 from fgcpay.live_status import StatusHub, republish_statuses
 from fgcpay.service import Service
 from fgcpay.settings import Settings
@@ -62,6 +62,24 @@ def service_of(server: Server) -> Service:
     return server.running.service
 
 
+def charge_json(charge: Transaction, period: int) -> dict[str, Any]:
+    """A 12.50 subscription charge as events carry it (`data.transaction`)."""
+    return {
+        "id": charge.id,
+        "object": "transaction",
+        "mode": "test",
+        "type": "subscription_charge",
+        "status": "succeeded",
+        "amount_fgc": "12.50",
+        "currency": "FGC",
+        "checkout_session_id": None,
+        "subscription_id": charge.subscription_id,
+        "refund_id": None,
+        "period": period,
+        "created_at": iso_ms(charge.created_at),
+    }
+
+
 def types_and_sequences(events: list[Any]) -> list[tuple[str, int]]:
     return [(event.type, event.sequence) for event in events]
 
@@ -100,20 +118,7 @@ async def test_approving_as_test_0001_activates_and_charges_period_0(server: Ser
     assert events[0].data["status"] == subs.PAUSED
     assert events[2].data == subs.to_json(active, service.settings.public_url)
     # `subscription.charged` carries the ledger row it wrote; the others no transaction.
-    assert events[2].transaction == {
-        "id": charge.id,
-        "object": "transaction",
-        "mode": "test",
-        "type": "subscription_charge",
-        "status": "succeeded",
-        "amount_fgc": "12.50",
-        "currency": "FGC",
-        "checkout_session_id": None,
-        "subscription_id": sub.id,
-        "refund_id": None,
-        "period": 0,
-        "created_at": iso_ms(charge.created_at),
-    }
+    assert events[2].transaction == charge_json(charge, period=0)
     assert charge.id.startswith("txn_test_") and charge.created_at == active.approved_at
     assert events[0].transaction is None and events[1].transaction is None
     # Approving again changes nothing.
@@ -241,21 +246,7 @@ async def test_a_monthly_subscription_renews_for_a_year_then_ends_at_its_max_tot
     assert [event.data["charge_count"] for event in charged] == list(range(1, 13))
     # And the ledger row each wrote: the approval's period 0, then renewals 1 to 11.
     assert [event.transaction for event in charged] == [
-        {
-            "id": charge.id,
-            "object": "transaction",
-            "mode": "test",
-            "type": "subscription_charge",
-            "status": "succeeded",
-            "amount_fgc": "12.50",
-            "currency": "FGC",
-            "checkout_session_id": None,
-            "subscription_id": sub.id,
-            "refund_id": None,
-            "period": period,
-            "created_at": iso_ms(charge.created_at),
-        }
-        for period, charge in enumerate(charges)
+        charge_json(charge, period) for period, charge in enumerate(charges)
     ]
     assert [event.type for event in events[-1:]] == ["subscription.ended"]
     assert events[-1].data["ended_reason"] == subs.MAX_TOTAL_REACHED
