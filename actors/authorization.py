@@ -80,13 +80,16 @@ async def _reserve(db: Database, clock: Clock, scope: str, code: str) -> custome
     """Reserve a PIN comparison; while the code's five slots are held by attempts in flight
     (other payments with it right now), wait for them to settle: they decide in
     milliseconds whether the code locks, and a customer whose turn comes after them must
-    not be told "locked" when nothing was wrong."""
+    not be told "locked" when nothing was wrong.
+
+    Only that wait is bounded, never a reservation under way: cancelled, it would leave
+    nothing to answer with, or a slot reserved that nobody settles."""
     delay = RESERVE_RETRY_SECONDS
-    with trio.move_on_after(RESERVE_WAIT_SECONDS):
-        while True:
-            attempt = await db.write(customer_rows.reserve_attempt, scope, code, clock.now_us())
-            if not attempt.busy:
-                return attempt
-            await trio.sleep(delay)
-            delay = min(delay * 2, 0.2)
-    return attempt
+    give_up_at = trio.current_time() + RESERVE_WAIT_SECONDS
+    while True:
+        attempt = await db.write(customer_rows.reserve_attempt, scope, code, clock.now_us())
+        left = give_up_at - trio.current_time()
+        if not attempt.busy or left <= 0:
+            return attempt
+        await trio.sleep(min(delay, left))
+        delay = min(delay * 2, 0.2)

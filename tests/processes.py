@@ -49,6 +49,11 @@ class ServiceProcess:
     def log(self) -> Path:
         return self.cwd / "serve.log"
 
+    def errors_logged(self) -> list[str]:
+        """The log's lines that report an error (JSON lines at level error) or a traceback."""
+        lines = self.log.read_text().splitlines()
+        return [line for line in lines if '"level":"error"' in line or "Traceback" in line]
+
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("FGCPAY_")}
         chosen = {
@@ -70,20 +75,31 @@ class ServiceProcess:
         said: dict[str, Any] = json.loads(done.stdout)
         return said
 
-    async def start(self) -> None:
-        """Start serving and return once `/readyz` answers 200 (30 s at most)."""
+    async def launch(self) -> trio.Process:
+        """Start the process and return at once, before it serves: for a test that watches
+        what it does from its first moment (a burst of renewals at start, say)."""
         with self.log.open("ab") as sink:
             self.process = await trio.lowlevel.open_process(
                 [*FGCPAY, "serve", "--port", str(self.port), "--workers", str(self.workers)],
                 cwd=self.cwd, env=self.env(), stdout=sink, stderr=sink,
             )  # fmt: skip
-        process = self.process
+        return self.process
+
+    async def start(self) -> None:
+        """Start serving and return once `/readyz` answers 200 (30 s at most)."""
+        process = await self.launch()
 
         def alive() -> None:
             assert process.poll() is None, self.log.read_text()
 
         # Another process: polling its readiness is the only way to know.
         await wait_ready(self.url, within=30, alive=alive)
+
+    def kill(self) -> None:
+        """SIGKILL the process if it still runs, without waiting: in a `finally`, so that
+        a failed test leaves no service behind."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
 
     async def stop(self, signum: int = signal.SIGTERM) -> int:
         """Send `signum` and wait (15 s at most) for the exit status."""

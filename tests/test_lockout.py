@@ -16,6 +16,7 @@ import httpx
 import pytest
 import trio
 import trio.testing
+from fgcpay.actors import authorization
 from fgcpay.actors.checkout_session import CheckoutSessionActor
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
@@ -332,6 +333,37 @@ async def test_a_confirm_that_outlives_its_ask_shows_the_true_outcome(
         assert page_status(await customer.open(session_id)) == "paid"
         await customer.close()
         assert len(await server.db.read(transactions.for_checkout_session, session_id)) == 1
+    await server.shutdown()
+
+
+async def test_a_reservation_slower_than_the_reserve_wait_still_decides(
+    nursery: trio.Nursery,
+    settings: Settings,
+    clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The wait for a code's attempts in flight is bounded, never the reservation itself:
+    a first reservation that outlasts the wait (a database slowed by contention) is
+    awaited and decides, rather than cancelled with nothing to answer (the actor crashed
+    on an unbound local, and the customer got 503) or left holding a slot nobody settles."""
+    server = await start_server(nursery, settings, clock=TrioClock())
+    merchant = await server.merchant()
+    (session_id,) = await _sessions(merchant, 1)
+    real_write = server.db.write
+
+    async def slow_write(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if fn is customers.reserve_attempt:
+            await trio.sleep(authorization.RESERVE_WAIT_SECONDS + 1)  # mock time
+        return await real_write(fn, *args, **kwargs)
+
+    monkeypatch.setattr(server.db, "write", slow_write)
+    answer = await _pay(server, session_id, "TEST-0001", "1234")
+    assert answer.status_code == 303, answer.text
+    assert await _status(merchant, session_id) == "paid"
+    monkeypatch.undo()
+    # Settled: the code's five slots are all free again.
+    answers = await _confirm_at_once([server], await _sessions(merchant, 5), "TEST-0001", "1234")
+    assert [answer.status_code for answer in answers] == [303] * 5
     await server.shutdown()
 
 

@@ -1,22 +1,26 @@
-"""Subscriptions and test clocks made through a running service's client API (no HTTP yet),
-and what the ledger and the event log hold for one subscription."""
+"""Subscriptions and test clocks made through a running service's client API (no HTTP yet)
+or loaded in bulk into storage, and what the ledger and the event log hold for them."""
 
 from __future__ import annotations
 
 import json
+import time
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import attrs
 import trio
-from fgcpay.domain import subscriptions, test_clocks
+from fgcpay.domain import ids, periods, subscriptions, test_clocks
 from fgcpay.domain.subscriptions import Subscription
 from fgcpay.domain.test_clocks import TestClock
-from fgcpay.domain.transactions import Transaction
+from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
+from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.service import Service
-from fgcpay.storage import Database, Tx
+from fgcpay.storage import Database, Row, Tx
 from fgcpay.storage import subscriptions as subscription_rows
 from fgcpay.storage import transactions as transaction_rows
 
@@ -96,25 +100,24 @@ class StoredEvent:
     transaction: dict[str, Any] | None = None
 
 
+def _stored_event(row: Row) -> StoredEvent:
+    data = json.loads(row["body"])["data"]
+    return StoredEvent(
+        row["type"],
+        int(row["sequence"]),
+        int(row["created_at"]),
+        data["object"],
+        data.get("transaction"),
+    )
+
+
 def _events(tx: Tx, resource_id: str) -> list[StoredEvent]:
     rows = tx.fetch(
         "SELECT type, sequence, created_at, body FROM events WHERE resource_id = ?"
         " ORDER BY sequence, type",
         resource_id,
     )
-    found = []
-    for row in rows:
-        data = json.loads(row["body"])["data"]
-        found.append(
-            StoredEvent(
-                row["type"],
-                int(row["sequence"]),
-                int(row["created_at"]),
-                data["object"],
-                data.get("transaction"),
-            )
-        )
-    return found
+    return [_stored_event(row) for row in rows]
 
 
 async def events_of(db: Database, resource_id: str) -> list[StoredEvent]:
@@ -135,3 +138,136 @@ async def stored(db: Database, subscription_id: str) -> Subscription:
     found = await db.read(subscription_rows.by_id, subscription_id)
     assert found is not None, subscription_id
     return found
+
+
+# -- bulk loads and whole-merchant reads, for the tests of bursts of renewals ---------------
+
+# The service's default rate (FGCPAY_EUR_CENTS_PER_FGC).
+_EUR_CENTS_PER_FGC = Decimal(100)
+_PUBLIC_URL = "http://127.0.0.1"
+_APPROVER = "TEST-0001"
+
+
+def _bulk_event(sub: Subscription, event_type: str, now_us: int) -> Event:
+    wire = subscriptions.to_json(sub, _PUBLIC_URL)
+    return new_event(ids.event_id(), sub.merchant_id, event_type, sub.id, sub.version, wire, now_us)
+
+
+def _insert_approved(
+    tx: Tx, merchant_id: str, count: int, anchor_us: int, body: dict[str, Any]
+) -> list[str]:
+    now = time.time_ns() // 1000  # events carry the service's time, as the actor's do
+    request = subscriptions.parse_create(body, anchor_us)
+    made = []
+    for _ in range(count):
+        paused = subscriptions.new_subscription(
+            request,
+            subscription_id=ids.subscription_id(),
+            merchant_id=merchant_id,
+            now_us=anchor_us,
+            eur_cents_per_fgc=_EUR_CENTS_PER_FGC,
+        )
+        active = periods.approve(paused, customer_code=_APPROVER, now_us=anchor_us).subscription
+        charge = Transaction(
+            id=ids.transaction_id(),
+            merchant_id=merchant_id,
+            kind=SUBSCRIPTION_CHARGE,
+            checkout_session_id=None,
+            customer_code=_APPROVER,
+            amount_minor=paused.amount_minor,
+            currency=paused.currency,
+            created_at=anchor_us,
+            subscription_id=paused.id,
+            period=0,
+        )
+        created = _bulk_event(paused, "subscription.created", now)
+        subscription_rows.insert(tx, paused, None, [created])
+        approval = [
+            _bulk_event(active, "subscription.activated", now),
+            _bulk_event(active, "subscription.charged", now),
+        ]
+        assert subscription_rows.approve(tx, paused, active, charge, approval), paused.id
+        made.append(paused.id)
+    return made
+
+
+async def add_approved_subscriptions(
+    db: Database, merchant_id: str, count: int, *, anchor_us: int, **overrides: Any
+) -> list[str]:
+    """`count` subscriptions (`subscription_body(**overrides)`: `interval`, `test_clock`,
+    ...) created and approved by TEST-0001 at `anchor_us`, written as the service writes
+    them (the row with its `subscription.created`, then the `approve` transition with period
+    0's charge and its events), all in one transaction: a bulk load, far quicker than the
+    hosted page. Their ids."""
+    return await db.write(
+        _insert_approved, merchant_id, count, anchor_us, subscription_body(**overrides)
+    )
+
+
+def _ledger_size(tx: Tx, merchant_id: str) -> int:
+    return int(tx.fetchval("SELECT COUNT(*) FROM transactions WHERE merchant_id = ?", merchant_id))
+
+
+async def ledger_size(db: Database, merchant_id: str) -> int:
+    """How many transactions the merchant's ledger holds."""
+    return await db.read(_ledger_size, merchant_id)
+
+
+def _charges_by_subscription(tx: Tx, merchant_id: str) -> dict[str, list[Transaction]]:
+    rows = tx.fetch(
+        f"SELECT {transaction_rows.COLUMNS} FROM transactions"
+        " WHERE merchant_id = ? AND subscription_id IS NOT NULL ORDER BY subscription_id, period",
+        merchant_id,
+    )
+    found: dict[str, list[Transaction]] = defaultdict(list)
+    for row in rows:
+        charge = transaction_rows.from_row(row)
+        found[str(charge.subscription_id)].append(charge)
+    return dict(found)
+
+
+async def charges_by_subscription(db: Database, merchant_id: str) -> dict[str, list[Transaction]]:
+    """Every subscription charge in the merchant's ledger, by subscription, by period."""
+    return await db.read(_charges_by_subscription, merchant_id)
+
+
+def _events_by_resource(tx: Tx, merchant_id: str) -> dict[str, list[StoredEvent]]:
+    rows = tx.fetch(
+        "SELECT resource_id, type, sequence, created_at, body FROM events"
+        " WHERE merchant_id = ? ORDER BY resource_id, sequence, type",
+        merchant_id,
+    )
+    found: dict[str, list[StoredEvent]] = defaultdict(list)
+    for row in rows:
+        found[row["resource_id"]].append(_stored_event(row))
+    return dict(found)
+
+
+async def events_by_resource(db: Database, merchant_id: str) -> dict[str, list[StoredEvent]]:
+    """Every event of the merchant's, by resource, each resource's by sequence (then type)."""
+    return await db.read(_events_by_resource, merchant_id)
+
+
+async def charged_once_each(db: Database, merchant_id: str) -> dict[str, int]:
+    """How many periods each of the merchant's subscriptions has been charged, having
+    checked that each was charged once and in order: its ledger holds periods 0..k-1 and
+    nothing else, and its events one `subscription.charged` per charge (`charge_count`
+    1..k, each at a later period than the one before)."""
+    charges = await charges_by_subscription(db, merchant_id)
+    events = await events_by_resource(db, merchant_id)
+    counts = {}
+    for resource_id, its_events in events.items():
+        if not resource_id.startswith(subscriptions.SUBSCRIPTION_PREFIX):
+            continue
+        charged_periods = [charge.period for charge in charges.pop(resource_id, [])]
+        count = len(charged_periods)
+        assert charged_periods == list(range(count)), (resource_id, charged_periods)
+        charged = [event for event in its_events if event.type == "subscription.charged"]
+        assert [event.data["charge_count"] for event in charged] == list(range(1, count + 1)), (
+            resource_id
+        )
+        starts = [event.data["current_period_start"] for event in charged]
+        assert starts == sorted(set(starts)), (resource_id, starts)
+        counts[resource_id] = count
+    assert not charges, f"charges of subscriptions without events: {sorted(charges)}"
+    return counts
