@@ -9,7 +9,7 @@ from fgcpay.domain.webhooks import Event
 
 from . import customers, idempotency, transactions, webhooks
 from ._database import Row, Tx
-from ._status import status_in
+from ._status import guarded_update, status_in
 from .paging import newest_first
 
 # The conditional writes' transitions, from the one table in the domain.
@@ -112,14 +112,14 @@ def next_expiry(tx: Tx) -> int | None:
 def mark_expired(tx: Tx, session: CheckoutSession, now_us: int, event: Event) -> bool:
     """Compare-and-set the `expire` transition (`created` -> `expired`) and record its
     event with the deliveries; False (nothing written) when the row moved on meanwhile."""
-    changed = tx.execute(
-        "UPDATE checkout_sessions SET status = ?, version = version + 1, updated_at = ?"
-        f" WHERE id = ? AND {_EXPIRABLE} AND version = ? AND expires_at <= ?",
-        _EXPIRE.target,
-        now_us,
+    changed = guarded_update(
+        tx,
+        "checkout_sessions",
+        "status = ?, version = version + 1, updated_at = ?",
+        (_EXPIRE.target, now_us),
         session.id,
-        session.version,
-        now_us,
+        f"{_EXPIRABLE} AND version = ? AND expires_at <= ?",
+        (session.version, now_us),
     )
     if changed == 1:
         webhooks.record_event(tx, event)
@@ -143,15 +143,14 @@ def pay(tx: Tx, session: CheckoutSession, payment: Transaction, now_us: int, eve
 
     False (and nothing written) when the session moved on or expired meanwhile.
     """
-    changed = tx.execute(
-        "UPDATE checkout_sessions SET status = ?, version = version + 1, updated_at = ?,"
-        f" paid_at = ? WHERE id = ? AND {_PAYABLE} AND version = ? AND expires_at > ?",
-        _PAY.target,
-        now_us,
-        now_us,
+    changed = guarded_update(
+        tx,
+        "checkout_sessions",
+        "status = ?, version = version + 1, updated_at = ?, paid_at = ?",
+        (_PAY.target, now_us, now_us),
         session.id,
-        session.version,
-        now_us,
+        f"{_PAYABLE} AND version = ? AND expires_at > ?",
+        (session.version, now_us),
     )
     if changed != 1:
         return False

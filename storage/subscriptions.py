@@ -13,7 +13,7 @@ from fgcpay.domain.webhooks import Event
 
 from . import customers, idempotency, transactions, webhooks
 from ._database import Row, Tx
-from ._status import status_in
+from ._status import guarded_update, status_in
 from .checkout_sessions import notify_status
 from .paging import newest_first
 
@@ -212,13 +212,14 @@ def _move(
     problems = _problems(name, before, after, charge, events)
     if problems:
         raise ValueError(f"subscription {before.id} {name}: " + "; ".join(problems))
-    if tx.dialect == "postgresql" and not _locked(tx, before):
-        return False
-    changed = tx.execute(
-        f"UPDATE subscriptions SET {_SET} WHERE id = ? AND {_GUARDS[name]} AND version = ?",
-        *(getattr(after, field) for field in _MUTABLE if field != "version"),
+    changed = guarded_update(
+        tx,
+        "subscriptions",
+        _SET,
+        tuple(getattr(after, field) for field in _MUTABLE if field != "version"),
         before.id,
-        before.version,
+        f"{_GUARDS[name]} AND version = ?",
+        (before.version,),
     )
     if changed != 1:
         return False
@@ -233,27 +234,6 @@ def _move(
     if after.status != before.status:
         notify_status(tx, before.id, after.status)
     return True
-
-
-def _locked(tx: Tx, before: Subscription) -> bool:
-    """PostgreSQL: lock the row as `before` left it, unless another transaction holds it.
-
-    Another process holding the row is moving it on (every process's actor of a due
-    subscription acts on it), so this one steps aside at once, as if it had already
-    moved on (its actor re-reads), instead of waiting. Waiting would be inside a group
-    commit, whose transaction holds the rows of the callers before this one: two
-    processes renewing the same subscriptions then wait on each other's groups, a
-    deadlock PostgreSQL breaks only after `deadlock_timeout` (1 s) each time, and a
-    burst of renewals crawled (2,560 renewals: 3 s in one process, 40-60 s or more in
-    two) while approvals and cancels in the same groups timed out. (SQLite has one
-    writer: there is no one else to wait for.)
-    """
-    found = tx.fetchval(
-        "SELECT version FROM subscriptions WHERE id = ? AND version = ? FOR UPDATE SKIP LOCKED",
-        before.id,
-        before.version,
-    )
-    return found is not None
 
 
 def _problems(
