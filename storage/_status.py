@@ -25,22 +25,24 @@ def status_in(transition: Transition) -> str:
 
 def guarded_update(
     tx: Tx, table: str, assignments: str, values: tuple[Any, ...], row_id: str, guard: str,
-    guard_values: tuple[Any, ...],
+    guard_values: tuple[Any, ...], *, give_way: bool,
 ) -> int:  # fmt: skip
     """`UPDATE table SET assignments WHERE id = row_id AND guard`: how many rows changed
     (0 when the row moved on meanwhile).
 
-    On PostgreSQL a row another transaction holds counts as moved on (`SKIP LOCKED`)
-    rather than being waited for: that holder is another process's actor moving the same
-    row on (every process acts on every due row), and waiting would happen inside a
-    group commit whose transaction already holds the rows of the callers before this
-    one. Two processes' groups then wait on each other, a deadlock PostgreSQL breaks only
-    after `deadlock_timeout` (1 s) each time: 2,560 renewals took 3 s in one process and
-    40-60 s in two, with approvals and cancels in the same groups timing out. The caller
-    re-reads, as after any lost conditional write. (SQLite has one writer: no one to wait
-    for.)
+    `give_way` is for the timers' steps (an expiry, a renewal): on PostgreSQL a row
+    another transaction holds then counts as moved on (`SKIP LOCKED`) instead of being
+    waited for. That holder is another process's actor taking the same step (every
+    process sweeps every due row), and waiting would happen inside a group commit whose
+    transaction already holds the rows of the callers before this one: two processes'
+    groups, stepping through the same rows in different orders, wait on each other, a
+    deadlock PostgreSQL breaks only after `deadlock_timeout` (1 s) each time (2,560
+    renewals: 3 s in one process, 40-60 s in two, approvals and cancels in the same groups
+    timing out). The caller re-reads and the row stays due until that holder commits.
+    A customer's or a merchant's step (pay, approve, cancel) waits for the lock: nothing
+    it waits for waits on it, since the timers never wait. (SQLite has one writer.)
     """
-    if tx.dialect == "postgresql":
+    if give_way and tx.dialect == "postgresql":
         where = f"id = (SELECT id FROM {table} WHERE id = ? AND {guard} FOR UPDATE SKIP LOCKED)"
     else:
         where = f"id = ? AND {guard}"

@@ -120,6 +120,7 @@ def mark_expired(tx: Tx, session: CheckoutSession, now_us: int, event: Event) ->
         session.id,
         f"{_EXPIRABLE} AND version = ? AND expires_at <= ?",
         (session.version, now_us),
+        give_way=True,
     )
     if changed == 1:
         webhooks.record_event(tx, event)
@@ -151,6 +152,7 @@ def pay(tx: Tx, session: CheckoutSession, payment: Transaction, now_us: int, eve
         session.id,
         f"{_PAYABLE} AND version = ? AND expires_at > ?",
         (session.version, now_us),
+        give_way=False,
     )
     if changed != 1:
         return False

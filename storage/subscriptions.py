@@ -199,6 +199,9 @@ def end(tx: Tx, before: Subscription, after: Subscription, events: Sequence[Even
 
 # Built once from the table: the status condition of each transition's write.
 _GUARDS = {transition.name: status_in(transition) for transition in STATES.transitions}
+# The steps the renewal timer takes (the sweep's and an advance's): on PostgreSQL they give
+# way to a row another process is writing (`guarded_update`); approve and cancel wait.
+_TIMER_STEPS = frozenset({"renew", "decline", "retry_declined", "recover", "end"})
 
 
 def _move(
@@ -220,6 +223,7 @@ def _move(
         before.id,
         f"{_GUARDS[name]} AND version = ?",
         (before.version,),
+        give_way=name in _TIMER_STEPS,
     )
     if changed != 1:
         return False
