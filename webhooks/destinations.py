@@ -14,6 +14,7 @@ operator allows them (FGCPAY_WEBHOOK_ALLOW_PRIVATE=1).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 import ssl
@@ -240,6 +241,13 @@ def _trio_backend() -> httpcore.AsyncNetworkBackend:
     return TrioBackend()
 
 
+@functools.cache
+def _default_tls() -> ssl.SSLContext:
+    """The default TLS context (httpx's CAs), built once per process: loading the CAs
+    costs tens of milliseconds of CPU, and one context serves every connection."""
+    return httpx.create_ssl_context(trust_env=False)
+
+
 class _PinnedTransport(httpx.AsyncHTTPTransport):
     """httpx's own transport (request mapping, error mapping) over a pinned connection pool."""
 
@@ -250,9 +258,12 @@ class _PinnedTransport(httpx.AsyncHTTPTransport):
         limits: httpx.Limits,
         verify: ssl.SSLContext | None,
     ) -> None:
-        super().__init__(trust_env=False, limits=limits)
+        context = verify or _default_tls()
+        # The context given here too: httpx would otherwise load the CAs for a pool that
+        # the pinned one below replaces.
+        super().__init__(verify=context, trust_env=False, limits=limits)
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=verify or httpx.create_ssl_context(trust_env=False),
+            ssl_context=context,
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
