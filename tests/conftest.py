@@ -15,10 +15,14 @@ from fgcpay.settings import Settings
 from fgcpay.storage import Database, open_database
 from helpers import (
     BACKENDS,
+    PG_EMPTY,
+    PG_TEMPLATE,
     Server,
     browser_missing,
-    fresh_postgres_database,
+    copy_sqlite_database,
     make_settings,
+    migrate,
+    new_postgres_database,
     start_server,
 )
 from pg_cluster import PgCluster, start_cluster
@@ -34,25 +38,59 @@ def pg_cluster() -> Iterator[PgCluster | None]:
         yield None
         return
     try:
+        cluster.execute(f"CREATE DATABASE {PG_TEMPLATE}")
+        migrate(cluster.url(PG_TEMPLATE))
         yield cluster
     finally:
         cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite database the migrations were applied to, closed: `database_url` copies it."""
+    path = tmp_path_factory.mktemp("template") / "fgcpay.sqlite3"
+    migrate(f"sqlite:///{path}")
+    return path
+
+
 @pytest.fixture(params=BACKENDS)
 def database_url(
-    request: pytest.FixtureRequest, tmp_path: Path, pg_cluster: PgCluster | None
-) -> str:
-    """A fresh, empty database on each backend."""
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    pg_cluster: PgCluster | None,
+    sqlite_template: Path,
+) -> Iterator[str]:
+    """A fresh database on each backend, migrated as the service leaves it on its first
+    start (a copy of a template: a few milliseconds, where migrating takes up to 100).
+    Tests of the migrations themselves take `empty_database_url`."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/fgcpay.sqlite3"
-    return fresh_postgres_database(pg_cluster)
+        yield copy_sqlite_database(sqlite_template, tmp_path / "fgcpay.sqlite3")
+        return
+    yield from _postgres_database(pg_cluster, PG_TEMPLATE)
+
+
+@pytest.fixture(params=BACKENDS)
+def empty_database_url(
+    request: pytest.FixtureRequest, tmp_path: Path, pg_cluster: PgCluster | None
+) -> Iterator[str]:
+    """A fresh database on each backend with nothing in it yet, not even the migrations."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/fgcpay.sqlite3"
+        return
+    yield from _postgres_database(pg_cluster, PG_EMPTY)
 
 
 @pytest.fixture
-def postgres_url(pg_cluster: PgCluster | None) -> str:
-    """A fresh PostgreSQL database, for what only PostgreSQL does (several processes)."""
-    return fresh_postgres_database(pg_cluster)
+def postgres_url(pg_cluster: PgCluster | None) -> Iterator[str]:
+    """A fresh PostgreSQL database, migrated, for what only PostgreSQL does (several processes)."""
+    yield from _postgres_database(pg_cluster, PG_TEMPLATE)
+
+
+def _postgres_database(pg_cluster: PgCluster | None, template: str) -> Iterator[str]:
+    name = new_postgres_database(pg_cluster, template)
+    assert pg_cluster is not None
+    yield pg_cluster.url(name)
+    pg_cluster.drop_soon(name)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from html import unescape
 from typing import Any
 
 import httpx
-from helpers import MerchantClient, Server, create
+from helpers import CLIENT_TLS, MerchantClient, Server, create
 
 TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 MESSAGE = re.compile(r'data-testid="message">([^<]+)<')
@@ -26,6 +26,7 @@ class Customer:
             follow_redirects=False,
             timeout=30,
             limits=httpx.Limits(max_keepalive_connections=0),
+            verify=CLIENT_TLS,
         )
 
     async def open(self, session_id: str) -> httpx.Response:

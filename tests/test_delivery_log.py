@@ -387,14 +387,14 @@ def _old_delivery(tx: Tx) -> None:
 
 
 async def test_deliveries_written_before_the_log_keep_working(
-    database_url: str, monkeypatch: pytest.MonkeyPatch
+    empty_database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = [m for m in load_migrations() if "delivery_ids" not in m.name]
     with monkeypatch.context() as patch:
         patch.setattr(storage_module, "load_migrations", lambda: before)
-        async with open_database(database_url, 3) as old:
+        async with open_database(empty_database_url, 3) as old:
             await old.write(_old_delivery)
-    async with open_database(database_url, 3) as db:
+    async with open_database(empty_database_url, 3) as db:
         found = await db.read(webhook_rows.delivery_of, "mer_" + "M" * 16, "whd_" + "D" * 24)
         assert found is not None
         assert (found.status, found.event_type, len(found.attempts)) == (

@@ -242,15 +242,15 @@ def test_customer_unlock_refuses_bad_input_in_one_line(
 
 
 async def test_the_migration_keeps_existing_locks(
-    database_url: str, monkeypatch: pytest.MonkeyPatch
+    empty_database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """0005 applies to a database that already holds lockout rows, on both backends."""
     before = [m for m in load_migrations() if m.version < 5]
     with monkeypatch.context() as patch:
         patch.setattr(storage_module, "load_migrations", lambda: before)
-        async with open_database(database_url, 3) as old:
+        async with open_database(empty_database_url, 3) as old:
             await old.write(_old_rows)
-    async with open_database(database_url, 3) as db:
+    async with open_database(empty_database_url, 3) as db:
         await _assert_migrated(db)
 
 

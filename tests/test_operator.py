@@ -82,12 +82,12 @@ def test_merchant_create_rejects_a_bad_email(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_migrate_twice_is_fine(tmp_path: Path, database_url: str) -> None:
+def test_migrate_twice_is_fine(tmp_path: Path, empty_database_url: str) -> None:
     for _ in range(2):
         result = subprocess.run(
             [*FGCPAY, "migrate"],
             cwd=tmp_path,
-            env=_env(tmp_path, database_url),
+            env=_env(tmp_path, empty_database_url),
             capture_output=True,
             text=True,
             timeout=60,

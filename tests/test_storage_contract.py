@@ -84,10 +84,10 @@ async def test_a_failing_write_does_not_undo_its_neighbours(db: Database) -> Non
     assert good.id in ids_stored
 
 
-async def test_migrations_are_idempotent(database_url: str) -> None:
-    async with open_database(database_url, 3) as first:
+async def test_migrations_are_idempotent(empty_database_url: str) -> None:
+    async with open_database(empty_database_url, 3) as first:
         created = await create_merchant(first, "Acme", "m@example.com")
-    async with open_database(database_url, 3) as second:
+    async with open_database(empty_database_url, 3) as second:
         assert await second.read(merchants.merchant_by_id, created.merchant.id) is not None
 
 

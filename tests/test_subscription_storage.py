@@ -175,7 +175,9 @@ async def test_the_create_stores_its_idempotent_answer_and_event_with_it(db: Dat
     assert await db.read(webhooks.event_of, merchant_id, created.id) == created
 
 
-async def test_payments_made_before_the_migration_read_back_unchanged(database_url: str) -> None:
+async def test_payments_made_before_the_migration_read_back_unchanged(
+    empty_database_url: str,
+) -> None:
     """0009 adds the charge columns (and their check) to a ledger that already has rows."""
     before_0009 = [m for m in load_migrations() if m.version < 9]
     rows = (
@@ -191,18 +193,18 @@ async def test_payments_made_before_the_migration_read_back_unchanged(database_u
         " 'mer_0000000000000001', 'payment', 'cs_test_000000000000000000000001', 'TEST-0001',"
         " 1250, 'FGC', 'test', 2)",
     )
-    if database_url.startswith("sqlite:"):
-        with closing(sqlite3.connect(database_url.removeprefix("sqlite:///"))) as conn, conn:
+    if empty_database_url.startswith("sqlite:"):
+        with closing(sqlite3.connect(empty_database_url.removeprefix("sqlite:///"))) as conn, conn:
             sqlite_apply_migrations(conn, before_0009)
             for row in rows:
                 conn.execute(row)
     else:
-        with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as pg:
+        with psycopg.connect(empty_database_url, autocommit=True, row_factory=dict_row) as pg:
             pg_apply_migrations(pg, before_0009)
             for row in rows:
                 pg.execute(row.encode())
 
-    async with open_database(database_url, 3) as db:
+    async with open_database(empty_database_url, 3) as db:
         session = await db.read(checkout_sessions.by_id, "cs_test_000000000000000000000001")
         assert session is not None and session.status == "paid"
         (payment,) = await db.read(transactions.for_checkout_session, session.id)

@@ -17,6 +17,14 @@ from ._browser import (
     screenshot,
     shop_site,
 )
+from ._databases import (
+    PG_EMPTY,
+    PG_TEMPLATE,
+    copy_sqlite_database,
+    fresh_postgres_database,
+    migrate,
+    new_postgres_database,
+)
 from ._openapi import assert_documented, component, operation, parameter, schema_validator
 from ._page import fill_and_approve, page_url, subscription_to_approve
 from ._records import (
@@ -40,10 +48,10 @@ from ._resources import (
 )
 from ._service import (
     BACKENDS,
+    CLIENT_TLS,
     TEST_SECRET,
     MerchantClient,
     Server,
-    fresh_postgres_database,
     make_settings,
     start_server,
 )
@@ -70,9 +78,12 @@ __all__ = [
     "ARTIFACTS",
     "BACKENDS",
     "CHARGING",
+    "CLIENT_TLS",
     "CUSTOMER",
     "DAY",
     "NOW_US",
+    "PG_EMPTY",
+    "PG_TEMPLATE",
     "SECOND",
     "TEST_SECRET",
     "StoredEvent",
@@ -100,6 +111,7 @@ __all__ = [
     "browser_missing",
     "clock_record",
     "component",
+    "copy_sqlite_database",
     "create",
     "create_subscription",
     "create_test_clock",
@@ -110,6 +122,8 @@ __all__ = [
     "fresh_postgres_database",
     "in_browser",
     "make_settings",
+    "migrate",
+    "new_postgres_database",
     "operation",
     "parameter",
     "poll_until",

@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable
 import httpx
 import trio
 
+from ._service import CLIENT_TLS
+
 # Polling pace: quick enough that a test is not slowed, slow enough not to load the machine.
 EVERY = 0.05
 
@@ -63,7 +65,7 @@ async def wait_ready(
         except httpx.TransportError:
             return False
 
-    async with httpx.AsyncClient(timeout=5) as client:
+    async with httpx.AsyncClient(timeout=5, verify=CLIENT_TLS) as client:
         await wait_until(ready, within=within, what=f"{url}/readyz answering 200")
 
 
@@ -79,7 +81,7 @@ def wait_ready_blocking(
     def ready() -> bool:
         alive()
         try:
-            return _is_ready(httpx.get(url + "/readyz", timeout=1))
+            return _is_ready(httpx.get(url + "/readyz", timeout=1, verify=CLIENT_TLS))
         except httpx.TransportError:
             return False
 
