@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import trio
 
 from ._database import Database
 from ._migrations import load_migrations
-from ._postgres import PostgresDatabase
 from ._sqlite import SqliteDatabase, sqlite_path
+
+if TYPE_CHECKING:
+    from ._postgres import PostgresDatabase
 
 
 @asynccontextmanager
@@ -28,6 +31,10 @@ async def open_database(
     migrations = load_migrations()
     db: PostgresDatabase | SqliteDatabase
     if database_url.startswith(("postgresql://", "postgres://")):
+        # Imported here: psycopg takes ~70 ms to import, which every command and service
+        # on SQLite would otherwise pay at start.
+        from ._postgres import PostgresDatabase
+
         db = PostgresDatabase(database_url, pool_size, timeout_seconds)
     else:
         db = SqliteDatabase(sqlite_path(database_url), timeout_seconds)
