@@ -19,6 +19,7 @@ from helpers import (
     PG_TEMPLATE,
     Server,
     browser_missing,
+    close_browser,
     copy_sqlite_database,
     make_settings,
     migrate,
@@ -130,8 +131,15 @@ async def server(nursery: trio.Nursery, settings: Settings) -> AsyncIterator[Ser
         srv.stop.set()
 
 
+@pytest.fixture(scope="session")
+def browser_session() -> Iterator[None]:
+    """Ends the run's chromium (helpers.browser) after the last test."""
+    yield
+    close_browser()
+
+
 @pytest.fixture
-def need_browser() -> None:
+def need_browser(browser_session: None) -> None:
     """Skips a browser test where chromium or Playwright is missing, or fails it where the
     browser tests must run (FGCPAY_REQUIRE_BROWSER=1, as in CI). Browser test modules use
     it for every test: `pytestmark = pytest.mark.usefixtures("need_browser")`."""

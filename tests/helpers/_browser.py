@@ -4,6 +4,7 @@ the merchant's site a customer returns to from the hosted page."""
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import threading
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser, Page, Playwright
 
 CHROMIUM = os.environ.get("FGCPAY_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).parent.parent / "artifacts"
@@ -37,16 +38,81 @@ def browser_missing() -> str | None:
     return None
 
 
+class _BrowserThread:
+    """The one thread that drives chromium, for the whole run.
+
+    Playwright's sync API belongs to the thread that started it, and starting it with a
+    chromium took ~0.7 s a test; so every scenario runs here in turn (`in_browser`), on
+    one chromium launched at the first (`browser`), and `close_browser` ends both.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+        self._thread = threading.Thread(target=self._run, name="browser", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        self._jobs.put(job)
+
+    def browser(self) -> Browser:
+        """The chromium, launched at the first call (and again if it has died)."""
+        assert threading.current_thread() is self._thread, "browser() is for scenarios"
+        if self._browser is None or not self._browser.is_connected():
+            if self._playwright is None:
+                from playwright.sync_api import sync_playwright
+
+                self._playwright = sync_playwright().start()
+            self._browser = self._playwright.chromium.launch(
+                executable_path=CHROMIUM, args=LAUNCH_ARGS
+            )
+        return self._browser
+
+    def close(self) -> None:
+        self._jobs.put(None)
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job()
+        try:
+            if self._browser is not None and self._browser.is_connected():
+                self._browser.close()
+        finally:
+            if self._playwright is not None:
+                self._playwright.stop()
+
+
+_driver: _BrowserThread | None = None
+
+
+def _browser_thread() -> _BrowserThread:
+    global _driver
+    if _driver is None:
+        _driver = _BrowserThread()
+    return _driver
+
+
+def close_browser() -> None:
+    """End the browser thread and its chromium, if a test started them."""
+    global _driver
+    if _driver is not None:
+        _driver.close()
+        _driver = None
+
+
 @contextmanager
 def browser() -> Iterator[Browser]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        try:
-            yield instance
-        finally:
-            instance.close()
+    """The run's chromium, inside an `in_browser` scenario. Its pages come each in a
+    context of their own (`Browser.new_page`), as in a fresh browser, and every context
+    the scenario opened is closed after it."""
+    shared = _browser_thread().browser()
+    try:
+        yield shared
+    finally:
+        for context in shared.contexts:
+            context.close()
 
 
 def screenshot(page: Page, name: str) -> None:
@@ -55,19 +121,21 @@ def screenshot(page: Page, name: str) -> None:
 
 
 async def in_browser(scenario: Callable[[], None]) -> None:
-    """Run `scenario` in a plain thread and wait for it (Playwright's sync API runs its
+    """Run `scenario` on the browser thread and wait for it (Playwright's sync API runs its
     own asyncio loop, which must not be the trio thread)."""
     failure: list[BaseException] = []
+    done = threading.Event()
 
     def run() -> None:
         try:
             scenario()
         except BaseException as error:  # handed to the test below
             failure.append(error)
+        finally:
+            done.set()
 
-    thread = threading.Thread(target=run, name="browser", daemon=True)
-    thread.start()
-    await trio.to_thread.run_sync(thread.join)
+    _browser_thread().submit(run)
+    await trio.to_thread.run_sync(done.wait)
     if failure:
         raise failure[0]
 
