@@ -63,7 +63,8 @@ def database_url(
 ) -> Iterator[str]:
     """A fresh database on each backend, migrated as the service leaves it on its first
     start (a copy of a template: a few milliseconds, where migrating takes up to 100).
-    Tests of the migrations themselves take `empty_database_url`."""
+    Tests of the migrations, or of a first start on a new database, take
+    `empty_database_url`."""
     if request.param == "sqlite":
         yield copy_sqlite_database(sqlite_template, tmp_path / "fgcpay.sqlite3")
         return
@@ -74,7 +75,8 @@ def database_url(
 def empty_database_url(
     request: pytest.FixtureRequest, tmp_path: Path, pg_cluster: PgCluster | None
 ) -> Iterator[str]:
-    """A fresh database on each backend with nothing in it yet, not even the migrations."""
+    """A fresh database on each backend with nothing in it yet, not even the migrations:
+    for the tests of the migrations and of an operator's first start."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path}/fgcpay.sqlite3"
         return

@@ -31,7 +31,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_merchant_create_prints_id_and_key(tmp_path: Path, database_url: str) -> None:
+def test_merchant_create_prints_id_and_key(tmp_path: Path, empty_database_url: str) -> None:
     result = subprocess.run(
         [
             *FGCPAY,
@@ -45,7 +45,7 @@ def test_merchant_create_prints_id_and_key(tmp_path: Path, database_url: str) ->
             "long enough pw",
         ],
         cwd=tmp_path,
-        env=_env(tmp_path, database_url),
+        env=_env(tmp_path, empty_database_url),
         capture_output=True,
         text=True,
         timeout=60,
@@ -59,7 +59,7 @@ def test_merchant_create_prints_id_and_key(tmp_path: Path, database_url: str) ->
     again = subprocess.run(
         [*FGCPAY, "merchant", "create", "--name", "Acme", "--email", "OPS@example.com"],
         cwd=tmp_path,
-        env=_env(tmp_path, database_url),
+        env=_env(tmp_path, empty_database_url),
         capture_output=True,
         text=True,
         timeout=60,
@@ -105,13 +105,13 @@ def _wait_ready(url: str, process: subprocess.Popen[str]) -> None:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_serve_answers_and_exits_cleanly_on_sigterm(
-    tmp_path: Path, database_url: str, workers: int
+    tmp_path: Path, empty_database_url: str, workers: int
 ) -> None:
     port = _free_port()
     created = subprocess.run(
         [*FGCPAY, "merchant", "create", "--name", "Acme", "--email", "s@example.com"],
         cwd=tmp_path,
-        env=_env(tmp_path, database_url),
+        env=_env(tmp_path, empty_database_url),
         capture_output=True,
         text=True,
         timeout=60,
@@ -120,7 +120,7 @@ def test_serve_answers_and_exits_cleanly_on_sigterm(
     process = subprocess.Popen(
         [*FGCPAY, "serve", "--port", str(port), "--workers", str(workers)],
         cwd=tmp_path,
-        env=_env(tmp_path, database_url, FGCPAY_SHUTDOWN_GRACE_SECONDS="3"),
+        env=_env(tmp_path, empty_database_url, FGCPAY_SHUTDOWN_GRACE_SECONDS="3"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -195,7 +195,7 @@ def test_bad_configuration_is_named(
         load_settings({"FGCPAY_" + name: value})
 
 
-def test_the_procfile_runs_as_written(tmp_path: Path, database_url: str) -> None:
+def test_the_procfile_runs_as_written(tmp_path: Path, empty_database_url: str) -> None:
     """`release` then `web`, each run by a shell as a Procfile host does, with $PORT set."""
     procfile = dict(
         line.split(": ", 1)
@@ -207,7 +207,11 @@ def test_the_procfile_runs_as_written(tmp_path: Path, database_url: str) -> None
     bin_dir = str(Path(sys.executable).parent)
     # HOST keeps the test on loopback; a Procfile host leaves it unset (0.0.0.0).
     env = _env(
-        tmp_path, database_url, PORT=str(port), HOST="127.0.0.1", FGCPAY_SHUTDOWN_GRACE_SECONDS="3"
+        tmp_path,
+        empty_database_url,
+        PORT=str(port),
+        HOST="127.0.0.1",
+        FGCPAY_SHUTDOWN_GRACE_SECONDS="3",
     )
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
     release = subprocess.run(
