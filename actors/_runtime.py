@@ -274,8 +274,13 @@ class ActorHost:
                 try:
                     while True:
                         current = None
-                        with trio.move_on_after(self.idle_seconds):
-                            current = await actor.mailbox.receive()
+                        try:
+                            # Most often one is waiting already (the message that started
+                            # it): no cancel scope to set up for that.
+                            current = actor.mailbox.receive_nowait()
+                        except trio.WouldBlock:
+                            with trio.move_on_after(self.idle_seconds):
+                                current = await actor.mailbox.receive()
                         if current is None:
                             if actor.mailbox.statistics().current_buffer_used == 0:
                                 return  # passivate; `finally` closes the mailbox at once

@@ -190,7 +190,7 @@ async def run(
             peak = result["rss_before"]
             renewed = 0
             while renewed < args.count and time.monotonic() - loaded < args.timeout:
-                await trio.sleep(0.5)
+                await trio.sleep(1.0)
                 renewed = await trio.to_thread.run_sync(
                     db.value, "SELECT COUNT(*) FROM transactions WHERE period >= 1"
                 )
