@@ -8,7 +8,14 @@
 - Passivation: an actor idle for `idle_seconds` with an empty mailbox ends and leaves the
   registry, in one step with no checkpoint in between, closing its mailbox. A sender that
   raced it finds the mailbox closed and delivers to a fresh activation instead, so a
-  message is never lost and never delivered twice.
+  message is never lost and never delivered twice. An ask with `passivate=True` (a
+  timer's sweep, a test clock's advance: thousands of ids touched once) ends the actor
+  the same way right after that message, when the message started it and nothing else
+  is waiting, so a sweep leaves no idle actors behind to hold memory for `idle_seconds`.
+- An asker that has just read the actor's state from storage (a sweep reads its due rows
+  whole) may hand it over (`loaded`): an activation by that ask starts from it instead of
+  reading it again. A state that is stale by then is harmless, as any state held in
+  memory is: storage decides with conditional writes, and the actor reloads on a refusal.
 - Supervision: an actor that raises is restarted from storage, at most `max_restarts`
   times in a row; the message it was handling is answered 503. An actor whose state
   cannot be loaded (`activate` fails: the database is down) is restarted after a backoff
@@ -23,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -32,6 +39,9 @@ from fgcpay.domain import errors
 from fgcpay.logs import log_event
 
 S = TypeVar("S")
+
+NOT_LOADED: Any = object()
+"""`loaded` when the asker has no state to hand over: the actor's `activate` reads it."""
 
 
 class Behaviour(Protocol[S]):
@@ -73,6 +83,9 @@ class _Reply:
 class _Envelope:
     message: Any
     reply: _Reply | None
+    passivate: bool = False  # the sender asks for passivation right after it
+    # Set by `_deliver` when this message started the actor (and so comes first).
+    activated: bool = False
 
 
 @attrs.frozen
@@ -88,6 +101,7 @@ class _Actor(Generic[S]):
     key: tuple[str, str]
     send: trio.MemorySendChannel[_Envelope]
     mailbox: trio.MemoryReceiveChannel[_Envelope]
+    loaded: Any = NOT_LOADED  # the state its first activation starts from, if handed over
 
 
 class ActorHost:
@@ -131,11 +145,26 @@ class ActorHost:
             finally:
                 self._nursery = None
 
-    async def ask(self, kind: str, actor_id: str, message: Hashable) -> Any:
-        """Send `message` and wait for the reply; 503 when none comes within the timeout."""
+    async def ask(
+        self,
+        kind: str,
+        actor_id: str,
+        message: Hashable,
+        *,
+        passivate: bool = False,
+        loaded: Any = NOT_LOADED,
+    ) -> Any:
+        """Send `message` and wait for the reply; 503 when none comes within the timeout.
+
+        `passivate`: if this message starts the actor and nothing else is waiting once it
+        is handled, the actor ends at once rather than after `idle_seconds` (for work that
+        touches many ids once; never for a customer's or a merchant's requests, whose next
+        message is likely to follow). `loaded`: the actor's state as the caller has just
+        read it from storage, used instead of `activate` if this message starts the actor.
+        """
         reply = _Reply()
         with trio.move_on_after(self.ask_timeout):
-            await self._deliver(kind, actor_id, _Envelope(message, reply))
+            await self._deliver(kind, actor_id, _Envelope(message, reply, passivate), loaded)
             await reply.done.wait()
         if not reply.done.is_set():
             raise errors.Unavailable("The service is busy; please retry.")
@@ -144,18 +173,33 @@ class ActorHost:
         return reply.value
 
     async def ask_all(
-        self, kind: str, actor_ids: Sequence[str], message: Hashable, concurrency: int
+        self,
+        kind: str,
+        actor_ids: Sequence[str],
+        message: Hashable,
+        concurrency: int,
+        *,
+        passivate: bool = False,
+        loaded: Mapping[str, Any] | None = None,
     ) -> bool:
-        """`ask` each actor `message`, `concurrency` at a time; True when any ask failed
-        with a `ServiceError` (the caller tries again later: its work is still due)."""
+        """`ask` each actor `message`, `concurrency` at a time (`passivate` and, per id,
+        `loaded` as `ask` takes them); True when any ask failed with a `ServiceError` (the
+        caller tries again later: its work is still due)."""
         failed = False
         pending = iter(actor_ids)
+        states = loaded or {}
 
         async def worker() -> None:
             nonlocal failed
             for actor_id in pending:  # shared: each id taken by one worker
                 try:
-                    await self.ask(kind, actor_id, message)
+                    await self.ask(
+                        kind,
+                        actor_id,
+                        message,
+                        passivate=passivate,
+                        loaded=states.get(actor_id, NOT_LOADED),
+                    )
                 except errors.ServiceError:
                     failed = True
 
@@ -168,10 +212,15 @@ class ActorHost:
         """Queue `message` without waiting for it to be handled (waits for mailbox room)."""
         await self._deliver(kind, actor_id, _Envelope(message, None))
 
-    async def _deliver(self, kind: str, actor_id: str, envelope: _Envelope) -> None:
+    async def _deliver(
+        self, kind: str, actor_id: str, envelope: _Envelope, loaded: Any = NOT_LOADED
+    ) -> None:
         key = (kind, actor_id)
         while True:
-            actor = self._actors.get(key) or self._activate(key)
+            actor = self._actors.get(key)
+            envelope.activated = actor is None
+            if actor is None:
+                actor = self._activate(key, loaded)
             try:
                 await actor.send.send(envelope)
                 return
@@ -180,7 +229,7 @@ class ActorHost:
                 # entered its mailbox, so a fresh activation takes it.
                 continue
 
-    def _activate(self, key: tuple[str, str]) -> _Actor[Any]:
+    def _activate(self, key: tuple[str, str], loaded: Any = NOT_LOADED) -> _Actor[Any]:
         if key[0] not in self._behaviours:
             raise LookupError(f"no actor kind {key[0]!r}")
         if self._nursery is None:
@@ -189,7 +238,7 @@ class ActorHost:
         if cooling is not None and trio.current_time() < cooling.until:
             raise _unavailable(cooling.until)
         send, mailbox = trio.open_memory_channel[_Envelope](self.mailbox_size)
-        actor: _Actor[Any] = _Actor(key=key, send=send, mailbox=mailbox)
+        actor: _Actor[Any] = _Actor(key=key, send=send, mailbox=mailbox, loaded=loaded)
         self._actors[key] = actor
         self._nursery.start_soon(self._live, actor, name=f"actor {key[0]} {key[1]}")
         return actor
@@ -204,7 +253,11 @@ class ActorHost:
         try:
             while True:
                 try:
-                    state = await behaviour.activate(actor_id)
+                    if actor.loaded is not NOT_LOADED:
+                        # Handed over by the asker that started it; a restart reads storage.
+                        state, actor.loaded = actor.loaded, NOT_LOADED
+                    else:
+                        state = await behaviour.activate(actor_id)
                 except Exception as crash:
                     failures += 1
                     failed_activations += 1
@@ -221,8 +274,13 @@ class ActorHost:
                 try:
                     while True:
                         current = None
-                        with trio.move_on_after(self.idle_seconds):
-                            current = await actor.mailbox.receive()
+                        try:
+                            # Most often one is waiting already (the message that started
+                            # it): no cancel scope to set up for that.
+                            current = actor.mailbox.receive_nowait()
+                        except trio.WouldBlock:
+                            with trio.move_on_after(self.idle_seconds):
+                                current = await actor.mailbox.receive()
                         if current is None:
                             if actor.mailbox.statistics().current_buffer_used == 0:
                                 return  # passivate; `finally` closes the mailbox at once
@@ -232,10 +290,12 @@ class ActorHost:
                         except errors.ServiceError as refusal:
                             if current.reply is not None:
                                 current.reply.fail(refusal)
-                            continue
-                        if current.reply is not None:
-                            current.reply.answer(value)
-                        failures = 0
+                        else:
+                            if current.reply is not None:
+                                current.reply.answer(value)
+                            failures = 0
+                        if _done_with(actor, current):
+                            return  # passivate; `finally` closes the mailbox at once
                 except Exception as crash:
                     # One message crashed it: restart from storage at once, that message
                     # answered 503 (it is not retried, so this cannot loop by itself).
@@ -243,7 +303,9 @@ class ActorHost:
                     self._log_crash(actor, crash, failures, 0.0)
                     if current is not None and current.reply is not None:
                         current.reply.fail(errors.Unavailable("The service is busy; please retry."))
-                    if failures > self.max_restarts:
+                    if failures > self.max_restarts or (
+                        current is not None and _done_with(actor, current)
+                    ):
                         return
         finally:
             self._retire(actor)
@@ -299,6 +361,18 @@ class ActorHost:
                     else errors.Unavailable("The service is busy; please retry.")
                 )
         actor.mailbox.close()
+
+
+def _done_with(actor: _Actor[Any], handled: _Envelope) -> bool:
+    """Whether the actor passivates right after `handled`: the message started it, its
+    sender asked for that, and nothing else waits in the mailbox (no sender is blocked
+    either: one blocks only on a full mailbox). The caller returns at once, so with no
+    checkpoint in between, `_retire` closes the mailbox: a later sender activates afresh."""
+    return (
+        handled.passivate
+        and handled.activated
+        and actor.mailbox.statistics().current_buffer_used == 0
+    )
 
 
 def _unavailable(until: float) -> errors.Unavailable:

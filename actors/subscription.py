@@ -216,8 +216,11 @@ class SubscriptionActor:
     async def _act(self, sub: Subscription | None) -> Subscription | None:
         # One step at a time, asking again after each: after downtime every missed period
         # is charged in order, each once (its write is guarded by the version before it).
+        # A test clock holds still while it advances: its time is read once, not per step.
+        now = None if sub is None else await self._now(sub)
         while sub is not None:
-            now = await self._now(sub)
+            if sub.test_clock_id is None:
+                now = self.clock.now_us()
             if now is None:
                 return await self._reload(sub)
             action = periods.next_action(sub, now)

@@ -175,7 +175,12 @@ class TestClocks:
                 subscription_rows.due_on_clock, test_clock.id, test_clock.frozen_time, ADVANCE_BATCH
             )
             if due:
-                if await self.host.ask_all(KIND, due, Act(), ADVANCE_CONCURRENCY):
+                # As the renewal sweep: the records read are the actors' states, and each
+                # actor ends right after its step (see `ActorHost.ask`).
+                loaded = {record.id: record for record in due}
+                if await self.host.ask_all(
+                    KIND, list(loaded), Act(), ADVANCE_CONCURRENCY, passivate=True, loaded=loaded
+                ):
                     await trio.sleep(ADVANCE_RETRY_SECONDS)
                 return False
             if await self.db.write(clock_rows.finish_advance, test_clock, self.clock.now_us()):

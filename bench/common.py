@@ -127,6 +127,17 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def rss_mib(pid: int) -> float:
+    """A process's resident memory in MiB (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 @dataclass
 class Server:
     """A server subprocess we started (its own process group), bound to 127.0.0.1."""

@@ -28,17 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fgcpay_server, loadavg, log, sh_json, tool  # noqa: E402
+from common import fgcpay_server, loadavg, log, rss_mib, sh_json, tool  # noqa: E402
 from run import Bench, WrkConfig, run_wrk  # noqa: E402
 
 MEMORY_TARGET = 1.2
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def main() -> int:

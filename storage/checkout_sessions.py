@@ -94,12 +94,14 @@ def page(
     return [from_row(row) for row in rows]
 
 
-def due_for_expiry(tx: Tx, now_us: int, limit: int) -> list[str]:
+def due_for_expiry(tx: Tx, now_us: int, limit: int, offset: int = 0) -> list[str]:
+    """Up to `limit` sessions past `expires_at`, the earliest first after skipping `offset`."""
     rows = tx.fetch(
         f"SELECT id FROM checkout_sessions WHERE {_EXPIRABLE} AND expires_at <= ?"
-        " ORDER BY expires_at LIMIT ?",
+        " ORDER BY expires_at LIMIT ? OFFSET ?",
         now_us,
         limit,
+        offset,
     )
     return [row["id"] for row in rows]
 

@@ -39,6 +39,9 @@ _MUTABLE = (
     "ended_at",
     "ended_reason",
 )
+# The fields fixed at creation, compared one by one in `_problems` (cheaper than building
+# a record to compare with).
+_FIXED = tuple(name for name in _FIELDS if name not in _MUTABLE)
 # `version = version + 1` rather than a parameter: the guard already pins the old one.
 _SET = ", ".join(
     "version = version + 1" if name == "version" else f"{name} = ?" for name in _MUTABLE
@@ -104,31 +107,33 @@ def page(
 # `IS NOT NULL` is spelled out so both planners see the partial indexes' predicates.
 
 
-def due(tx: Tx, now_us: int, limit: int) -> list[str]:
+def due(tx: Tx, now_us: int, limit: int, offset: int = 0) -> list[Subscription]:
     """Up to `limit` subscriptions on the real clock due at `now_us`, earliest first (then
-    by id): the renewal sweep's work."""
+    by id) after skipping `offset`: the renewal sweep's work. Whole records, not ids: each
+    is handed to its actor as its state, which spares the actor's read on activation."""
     rows = tx.fetch(
-        "SELECT id FROM subscriptions WHERE test_clock_id IS NULL"
+        f"SELECT {COLUMNS} FROM subscriptions WHERE test_clock_id IS NULL"
         " AND next_action_at IS NOT NULL AND next_action_at <= ?"
-        " ORDER BY next_action_at, id LIMIT ?",
+        " ORDER BY next_action_at, id LIMIT ? OFFSET ?",
         now_us,
         limit,
+        offset,
     )
-    return [row["id"] for row in rows]
+    return [from_row(row) for row in rows]
 
 
-def due_on_clock(tx: Tx, clock_id: str, up_to_us: int, limit: int) -> list[str]:
+def due_on_clock(tx: Tx, clock_id: str, up_to_us: int, limit: int) -> list[Subscription]:
     """Up to `limit` subscriptions of the test clock `clock_id` due at or before
-    `up_to_us`, earliest first (then by id): an advance's work."""
+    `up_to_us`, earliest first (then by id), whole as `due` reads them: an advance's work."""
     rows = tx.fetch(
-        "SELECT id FROM subscriptions WHERE test_clock_id = ?"
+        f"SELECT {COLUMNS} FROM subscriptions WHERE test_clock_id = ?"
         " AND next_action_at IS NOT NULL AND next_action_at <= ?"
         " ORDER BY next_action_at, id LIMIT ?",
         clock_id,
         up_to_us,
         limit,
     )
-    return [row["id"] for row in rows]
+    return [from_row(row) for row in rows]
 
 
 def next_due(tx: Tx) -> int | None:
@@ -253,7 +258,7 @@ def _problems(
         problems.append(f"the new status is {after.status!r}, not {transition.target!r}")
     if after.version != before.version + 1:
         problems.append(f"the new version is {after.version}, not {before.version + 1}")
-    if attrs.evolve(after, **{field: getattr(before, field) for field in _MUTABLE}) != before:
+    if any(getattr(after, field) != getattr(before, field) for field in _FIXED):
         problems.append("a field fixed at creation changed")
     if transition.target in STATES.final and after.next_action_at is not None:
         problems.append("a final status keeps a due time")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import attrs
@@ -29,6 +30,11 @@ class Hang:
     pass
 
 
+@attrs.frozen
+class Held:
+    """Handled once `Counter.gate` is set; changes nothing."""
+
+
 class Counter:
     """A test actor whose state is "persisted" in a dict, like storage would keep it."""
 
@@ -40,6 +46,7 @@ class Counter:
         self.handled: list[tuple[str, Any]] = []
         self.in_receive = 0
         self.max_in_receive = 0
+        self.gate = trio.Event()
 
     async def activate(self, actor_id: str) -> int:
         self.activations += 1
@@ -54,6 +61,8 @@ class Counter:
                 raise RuntimeError("boom")
             if isinstance(message, Hang):
                 await trio.sleep_forever()
+            if isinstance(message, Held):
+                await self.gate.wait()
             if isinstance(message, Add):
                 if message.n < 0:
                     raise errors.ValidationFailed([errors.FieldError("n", "negative")])
@@ -132,6 +141,102 @@ async def test_messages_racing_passivation_are_delivered_exactly_once(
     assert len(counter.handled) == sent
     assert counter.saved["r"] == sent
     assert counter.activations > 1, "the actor never passivated during the test"
+
+
+async def test_an_ask_that_passivates_ends_the_actor_it_started_right_after(
+    host: ActorHost, counter: Counter, mock_clock: trio.testing.MockClock
+) -> None:
+    assert await host.ask("counter", "a", Add(2), passivate=True) == 2
+    await trio.testing.wait_all_tasks_blocked()
+    assert host.live == 0  # at once: no time has passed on the mock clock
+    assert await host.ask("counter", "a", Add(1)) == 3  # state came back from storage
+    assert counter.activations == 2 and host.live == 1
+    # Without the option, the actor stays for its idle time as before.
+    await trio.testing.wait_all_tasks_blocked()
+    mock_clock.jump(IDLE - 0.001)
+    await trio.testing.wait_all_tasks_blocked()
+    assert host.live == 1
+
+
+async def test_an_ask_that_passivates_leaves_an_actor_it_did_not_start(
+    host: ActorHost, counter: Counter, mock_clock: trio.testing.MockClock
+) -> None:
+    await host.ask("counter", "a", Add(1))  # a customer's request started it
+    assert await host.ask("counter", "a", Add(1), passivate=True) == 2
+    await trio.testing.wait_all_tasks_blocked()
+    assert host.live == 1
+    mock_clock.jump(IDLE)
+    await trio.testing.wait_all_tasks_blocked()
+    assert host.live == 0 and counter.activations == 1
+
+
+async def test_an_ask_that_passivates_keeps_the_actor_while_messages_wait(
+    host: ActorHost, counter: Counter, mock_clock: trio.testing.MockClock
+) -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(host.ask, "counter", "a", Held(), passivate=True))
+        await trio.testing.wait_all_tasks_blocked()  # the actor started for Held, is in it
+        nursery.start_soon(host.ask, "counter", "a", Add(1))  # and this one waits behind
+        await trio.testing.wait_all_tasks_blocked()
+        counter.gate.set()
+    await trio.testing.wait_all_tasks_blocked()
+    assert counter.saved["a"] == 1 and host.live == 1  # Add(1) arrived: kept, as usual
+    mock_clock.jump(IDLE)
+    await trio.testing.wait_all_tasks_blocked()
+    assert host.live == 0 and counter.activations == 1
+
+
+async def test_messages_racing_a_passivation_after_a_message_are_delivered_exactly_once(
+    host: ActorHost, counter: Counter, mock_clock: trio.testing.MockClock
+) -> None:
+    activations_per_round = set()
+    for round_ in range(100):
+        before = counter.activations
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(host.ask, "counter", "r", Add(1), passivate=True))
+            # 0-4 scheduling steps later: while it is handled, as it passivates, or after.
+            for _ in range(round_ % 5):
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            nursery.start_soon(host.ask, "counter", "r", Add(1))
+        activations_per_round.add(counter.activations - before)
+        await trio.testing.wait_all_tasks_blocked()
+        mock_clock.jump(IDLE)  # whatever is left ends: the next round starts it afresh
+        await trio.testing.wait_all_tasks_blocked()
+    assert len(counter.handled) == 200 and counter.saved["r"] == 200
+    # Both races happened: the second message found the actor still there, or gone.
+    assert activations_per_round == {1, 2}
+
+
+async def test_a_sweep_of_many_ids_leaves_no_actor_behind(
+    host: ActorHost, counter: Counter, mock_clock: trio.testing.MockClock
+) -> None:
+    ids = [f"id{n}" for n in range(2000)]
+    assert not await host.ask_all("counter", ids, Add(1), 32, passivate=True)
+    await trio.testing.wait_all_tasks_blocked()
+    assert host.live == 0  # not 2,000 idle actors for IDLE seconds
+    assert len(counter.saved) == 2000 and counter.activations == 2000
+
+
+async def test_a_handed_over_state_replaces_the_activation_read(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
+    counter.saved["a"] = 5  # what "storage" holds
+    assert await host.ask("counter", "a", Add(1), loaded=40) == 41
+    assert counter.activations == 0
+    # Only the ask that starts the actor hands its state over: a live actor keeps its own.
+    assert await host.ask("counter", "a", Add(1), loaded=100) == 42
+    assert not await host.ask_all("counter", ["b", "c"], Add(1), 2, loaded={"b": 10})
+    assert (counter.saved["b"], counter.saved["c"], counter.activations) == (11, 1, 1)
+
+
+async def test_a_crash_restarts_from_storage_not_from_the_handed_over_state(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
+    counter.saved["a"] = 5
+    with pytest.raises(errors.Unavailable):
+        await host.ask("counter", "a", Boom(), loaded=40)
+    assert await host.ask("counter", "a", Add(1)) == 6
+    assert counter.activations == 1
 
 
 async def test_a_crash_restarts_from_storage_and_answers_503(

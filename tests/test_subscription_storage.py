@@ -239,6 +239,21 @@ async def test_two_processes_renewing_the_same_period_charge_it_once(
     assert (stored.version, stored.charge_count) == (before.version + 1, 2)
 
 
+async def test_a_renewal_gives_way_to_a_row_another_process_is_writing(postgres_url: str) -> None:
+    """PostgreSQL: another process's transaction holds the row (its group commit taking the
+    same step). The timer's step writes nothing and returns at once rather than wait: two
+    groups renewing the same rows in different orders would deadlock. Once it is gone, the
+    step is taken."""
+    async with open_database(postgres_url, 3) as db:
+        before = await _stored(db, subscription_record(await _merchant(db), subs.ACTIVE))
+        with psycopg.connect(postgres_url) as other:  # a transaction stays open until the end
+            other.execute("SELECT id FROM subscriptions WHERE id = %s FOR UPDATE", (before.id,))
+            # Waiting would end only at the statement timeout, with DatabaseUnavailable.
+            assert not await _renew(db, before)
+        assert await _renew(db, before)
+        assert [t.period for t in await db.read(transactions.for_subscription, before.id)] == [1]
+
+
 async def test_a_stale_reader_charges_nothing(db: Database) -> None:
     before = await _stored(db, subscription_record(await _merchant(db), subs.ACTIVE))
     assert await _renew(db, before)
@@ -420,22 +435,27 @@ async def test_the_due_reads_keep_the_real_clock_and_each_test_clock_apart(db: D
     await subscription(NOW_US + 31 * DAY, clock.id)  # beyond the advance
     await subscription(NOW_US - 5 * DAY, other_clock.id)
 
-    assert await db.read(subscriptions.due, NOW_US, 100) == [early, *tied, late]
-    assert await db.read(subscriptions.due, NOW_US, 2) == [early, tied[0]]
+    def ids_of(records: list[Subscription]) -> list[str]:
+        return [record.id for record in records]
+
+    assert ids_of(await db.read(subscriptions.due, NOW_US, 100)) == [early, *tied, late]
+    assert ids_of(await db.read(subscriptions.due, NOW_US, 2)) == [early, tied[0]]
     assert await db.read(subscriptions.due, NOW_US - 3 * DAY, 100) == []
     assert await db.read(subscriptions.next_due) == NOW_US - 2 * DAY
-    assert await db.read(subscriptions.due_on_clock, clock.id, NOW_US + 30 * DAY, 100) == [
+    assert ids_of(await db.read(subscriptions.due_on_clock, clock.id, NOW_US + 30 * DAY, 100)) == [
         on_clock_early,
         on_clock_late,
     ]
-    assert await db.read(subscriptions.due_on_clock, clock.id, NOW_US, 100) == [on_clock_early]
+    assert ids_of(await db.read(subscriptions.due_on_clock, clock.id, NOW_US, 100)) == [
+        on_clock_early
+    ]
 
 
 async def test_what_is_cancelled_falls_out_of_the_due_reads(db: Database) -> None:
     before = await _stored(
         db, subscription_record(await _merchant(db), subs.ACTIVE, next_action_at=NOW_US)
     )
-    assert await db.read(subscriptions.due, NOW_US, 10) == [before.id]
+    assert await db.read(subscriptions.due, NOW_US, 10) == [before]  # whole, as stored
     after, _ = after_transition(before, "cancel", NOW_US)
     assert await db.write(subscriptions.cancel, before, after, [])
     assert await db.read(subscriptions.due, NOW_US, 10) == []

@@ -16,8 +16,8 @@ class ExpirySweeper(Sweeper):
     kind = checkout_session.KIND
     message = checkout_session.Expire()
 
-    async def due(self, now_us: int, limit: int) -> list[str]:
-        return await self.db.read(checkout_sessions.due_for_expiry, now_us, limit)
+    async def due(self, now_us: int, limit: int, offset: int) -> list[str]:
+        return await self.db.read(checkout_sessions.due_for_expiry, now_us, limit, offset)
 
     async def next_due(self) -> int | None:
         return await self.db.read(checkout_sessions.next_expiry)

@@ -9,6 +9,7 @@ charged once. Subscriptions on a test clock are the clock's advance's work.
 from __future__ import annotations
 
 from fgcpay.actors import subscription
+from fgcpay.domain.subscriptions import Subscription
 from fgcpay.storage import subscriptions
 
 from ._sweep import Sweeper
@@ -21,8 +22,9 @@ class RenewalSweeper(Sweeper):
     kind = subscription.KIND
     message = subscription.Act()
 
-    async def due(self, now_us: int, limit: int) -> list[str]:
-        return await self.db.read(subscriptions.due, now_us, limit)
+    async def due(self, now_us: int, limit: int, offset: int) -> dict[str, Subscription]:
+        records = await self.db.read(subscriptions.due, now_us, limit, offset)
+        return {record.id: record for record in records}
 
     async def next_due(self) -> int | None:
         return await self.db.read(subscriptions.next_due)
