@@ -73,3 +73,35 @@ async def test_a_deadlock_between_two_writers_fails_no_caller(postgres_url: str)
                 nursery.start_soon(write, "b", b, _bump, 2, 1, b_holds, a_holds)
         assert results == {"gate": None, "a": "1->2", "neighbour": "neighbour", "b": "2->1"}
         assert await a.read(_values) == {1: 2, 2: 2, 3: 1}
+
+
+def _insert(tx: Tx, counter_id: int) -> int:
+    tx.execute("INSERT INTO counters (id, value) VALUES (?, 0)", counter_id)
+    return counter_id
+
+
+async def test_a_failing_caller_loses_only_its_own_work(postgres_url: str) -> None:
+    """A group runs first without a savepoint per caller; one caller failing sends it
+    round again with savepoints, so only that caller's work is lost."""
+    entered, gate = threading.Event(), threading.Event()
+    results: dict[str, Any] = {}
+    async with open_database(postgres_url, 3) as db:
+        await db.write(_create)
+
+        async def write(name: str, *args: Any) -> None:
+            try:
+                results[name] = await db.write(*args)
+            except Exception as error:
+                results[name] = type(error).__name__
+
+        with trio.fail_after(WAIT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(write, "gate", _gate, entered, gate)
+                assert await trio.to_thread.run_sync(entered.wait, WAIT)
+                # Queued behind the gate, in this order, as one group.
+                for name, counter_id in (("before", 10), ("clash", 1), ("after", 11)):
+                    nursery.start_soon(write, name, _insert, counter_id)
+                    await trio.testing.wait_all_tasks_blocked()
+                gate.set()
+        assert results == {"gate": None, "before": 10, "clash": "UniqueViolation", "after": 11}
+        assert sorted(await db.read(_values)) == [1, 2, 10, 11]

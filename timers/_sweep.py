@@ -22,11 +22,13 @@ from fgcpay.clock import Clock
 from fgcpay.logs import log_event
 from fgcpay.storage import Database
 
-BATCH = 500
 # Asks in flight per process: their writes share the writer's group commits, so many at
 # once means one fsync (SQLite) or WAL flush (PostgreSQL) for up to this many renewals
-# (bench/renewals.py, SQLite: 32 -> 981/s, 128 -> 1,431/s, 256 -> 1,767/s).
-CONCURRENCY = 256
+# (bench/renewals.py, SQLite, renewals/s: 32 -> 981, 128 -> 1,431, 256 -> 1,767 in one
+# sitting; 256 -> 1,948, 384 -> 2,138, 512 -> 2,157 in another). 512 held more memory
+# after a burst (1.17x against 1.14x) and makes writes queued behind a group wait longer.
+CONCURRENCY = 384
+BATCH = 2 * CONCURRENCY  # read per due query; handed over in two waves
 SPREAD = 8
 # Work made due by other processes is seen at most this late.
 MAX_SLEEP_SECONDS = 30.0
