@@ -28,7 +28,7 @@ import attrs
 import httpx
 import trio
 from fgcpay.storage import open_database, transactions
-from helpers import valid_body
+from helpers import every_page, valid_body
 from hosted import TOKEN
 from processes import LEASE_SECONDS, ServiceProcess
 from receiver import Receiver, start_receiver
@@ -100,19 +100,6 @@ async def _pay_until_killed(url: str, sessions: list[str], load: Load) -> None:
                 load.note()
             else:
                 assert paid.status_code < 500, paid.text
-
-
-async def _list_sessions(api: httpx.AsyncClient) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    params: dict[str, str | int] = {"limit": 100}
-    while True:
-        page = await api.get("/checkout/sessions", params=params)
-        assert page.status_code == 200, page.text
-        body = page.json()
-        found.extend(body["data"])
-        if not body["has_more"]:
-            return found
-        params["starting_after"] = body["data"][-1]["id"]
 
 
 async def _wait_for_paid_events(receiver: Receiver, paid: set[str]) -> None:
@@ -199,7 +186,7 @@ async def test_sigkill_under_load_loses_nothing_and_doubles_nothing(
         else:  # claimed, never committed: the dead holder's claim lapses in its own time
             assert again.status_code == 409, again.text
             assert again.json()["code"] == "idempotency_key_in_use"
-    sessions = await _list_sessions(api)
+    sessions = await every_page(api, "/checkout/sessions")
     by_reference: dict[str, list[str]] = {}
     for session in sessions:
         by_reference.setdefault(session["external_reference"], []).append(session["id"])
@@ -216,7 +203,11 @@ async def test_sigkill_under_load_loses_nothing_and_doubles_nothing(
             if statuses[session_id] != "paid":
                 assert statuses[session_id] == "created", statuses[session_id]
                 assert (await _pay(browser, session_id)).status_code == 303
-    paid = {session["id"] for session in await _list_sessions(api) if session["status"] == "paid"}
+    paid = {
+        session["id"]
+        for session in await every_page(api, "/checkout/sessions")
+        if session["status"] == "paid"
+    }
     assert paid == set(to_pay)
 
     await _wait_for_paid_events(receiver, paid)

@@ -22,7 +22,6 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import attrs
 import httpx
@@ -39,6 +38,7 @@ from helpers import (
     charged_once_each,
     clock_record,
     events_by_resource,
+    every_page,
     ledger_size,
     utc_us,
     wait_until,
@@ -67,25 +67,12 @@ async def _kill_mid_burst(service: ServiceProcess, db: Database, merchant_id: st
     assert await ledger_size(db, merchant_id) < TOTAL, "the burst was over before the kill"
 
 
-async def _all_subscriptions(api: httpx.AsyncClient) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    params: dict[str, str | int] = {"limit": 100}
-    while True:
-        page = await api.get("/subscriptions", params=params)
-        assert page.status_code == 200, page.text
-        body = page.json()
-        found.extend(body["data"])
-        if not body["has_more"]:
-            return found
-        params["starting_after"] = body["data"][-1]["id"]
-
-
 async def _assert_each_period_charged_once(
     db: Database, api: httpx.AsyncClient, merchant_id: str, ids: list[str], anchor: int
 ) -> None:
     starts = [iso_ms(anchor + period * DAY) for period in range(PERIODS)]
     # What the merchant sees.
-    shown = {sub["id"]: sub for sub in await _all_subscriptions(api)}
+    shown = {sub["id"]: sub for sub in await every_page(api, "/subscriptions")}
     assert set(shown) == set(ids)
     for sub in shown.values():
         seen = (sub["status"], sub["charge_count"], sub["current_period_start"])

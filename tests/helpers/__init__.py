@@ -45,6 +45,7 @@ from ._resources import (
     create,
     create_subscription,
     create_test_clock,
+    every_page,
     valid_body,
 )
 from ._service import (
@@ -76,6 +77,7 @@ from ._subscriptions import (
 from ._waiting import poll_until, wait_ready, wait_ready_blocking, wait_until
 
 __all__ = [
+    "every_page",
     "ARTIFACTS",
     "BACKENDS",
     "CHARGING",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
 from ._service import MerchantClient
 from ._subscriptions import subscription_body
 
@@ -54,3 +56,18 @@ async def create_test_clock(merchant: MerchantClient, frozen_time: str) -> dict[
     assert response.status_code == 201, response.text
     created: dict[str, Any] = response.json()
     return created
+
+
+async def every_page(api: httpx.AsyncClient, path: str) -> list[dict[str, Any]]:
+    """Every object of a list operation (`/checkout/sessions`, `/subscriptions`, ...),
+    page after page through `starting_after`, newest first."""
+    found: list[dict[str, Any]] = []
+    params: dict[str, str | int] = {"limit": 100}
+    while True:
+        page = await api.get(path, params=params)
+        assert page.status_code == 200, page.text
+        body = page.json()
+        found.extend(body["data"])
+        if not body["has_more"]:
+            return found
+        params["starting_after"] = body["data"][-1]["id"]
