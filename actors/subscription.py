@@ -13,7 +13,7 @@ from fgcpay.domain import customers, errors, ids, periods, subscriptions, transa
 from fgcpay.domain import test_clocks as clock_rules
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.subscriptions import Subscription, SubscriptionRequest
-from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction, TransactionWire
+from fgcpay.domain.transactions import Transaction, TransactionWire
 from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.storage import Database
 from fgcpay.storage import customers as customer_rows
@@ -173,17 +173,8 @@ class SubscriptionActor:
         )
 
     def _charge(self, before: Subscription, code: str, now: int) -> Transaction:
-        return Transaction(
-            id=ids.transaction_id(),
-            merchant_id=before.merchant_id,
-            kind=SUBSCRIPTION_CHARGE,
-            checkout_session_id=None,
-            customer_code=code,
-            amount_minor=before.amount_minor,
-            currency=before.currency,
-            created_at=now,
-            subscription_id=before.id,
-            period=before.charge_count,
+        return periods.next_charge(
+            before, transaction_id=ids.transaction_id(), customer_code=code, now_us=now
         )
 
     async def _write(

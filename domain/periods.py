@@ -22,6 +22,7 @@ from .subscriptions import (
     Subscription,
 )
 from .times import MICROS
+from .transactions import SUBSCRIPTION_CHARGE, Transaction
 
 DAY_US = 86_400 * MICROS
 WEEK_US = 7 * DAY_US
@@ -271,3 +272,22 @@ def cancel(sub: Subscription, *, now_us: int) -> Step:
     """The merchant cancelled: nothing is due any more. Raises `TransitionRefused` from a
     final status (the API's 409 `subscription_not_cancellable`)."""
     return _step(sub, "cancel", now_us, status=CANCELLED, cancelled_at=now_us)
+
+
+def next_charge(
+    sub: Subscription, *, transaction_id: str, customer_code: str, now_us: int
+) -> Transaction:
+    """The charge of the subscription's next period (number `charge_count`: the approval
+    charges period 0): the ledger row when it pays, the declined attempt when it does not."""
+    return Transaction(
+        id=transaction_id,
+        merchant_id=sub.merchant_id,
+        kind=SUBSCRIPTION_CHARGE,
+        checkout_session_id=None,
+        customer_code=customer_code,
+        amount_minor=sub.amount_minor,
+        currency=sub.currency,
+        created_at=now_us,
+        subscription_id=sub.id,
+        period=sub.charge_count,
+    )

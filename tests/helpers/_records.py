@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-from fgcpay.domain import ids, money
+from fgcpay.domain import ids, money, periods
 from fgcpay.domain import subscriptions as subs
 from fgcpay.domain.subscriptions import Subscription
 from fgcpay.domain.test_clocks import READY, TestClock
-from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
+from fgcpay.domain.transactions import Transaction
 from fgcpay.domain.webhooks import Event, new_event
 
 NOW_US = 1_800_000_000_000_000
@@ -105,17 +105,11 @@ def subscription_charge(
     subscription: Subscription, now_us: int, customer_code: str = CUSTOMER
 ) -> Transaction:
     """The charge of `subscription`'s next period (its period number is its charge count)."""
-    return Transaction(
-        id=ids.transaction_id(),
-        merchant_id=subscription.merchant_id,
-        kind=SUBSCRIPTION_CHARGE,
-        checkout_session_id=None,
+    return periods.next_charge(
+        subscription,
+        transaction_id=ids.transaction_id(),
         customer_code=customer_code,
-        amount_minor=subscription.amount_minor,
-        currency=subscription.currency,
-        created_at=now_us,
-        subscription_id=subscription.id,
-        period=subscription.charge_count,
+        now_us=now_us,
     )
 
 

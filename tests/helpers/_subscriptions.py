@@ -17,7 +17,7 @@ import trio
 from fgcpay.domain import ids, periods, subscriptions, test_clocks
 from fgcpay.domain.subscriptions import Subscription
 from fgcpay.domain.test_clocks import TestClock
-from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
+from fgcpay.domain.transactions import Transaction
 from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.service import Service
 from fgcpay.storage import Database, Row, Tx
@@ -168,17 +168,8 @@ def _insert_approved(
             eur_cents_per_fgc=_EUR_CENTS_PER_FGC,
         )
         active = periods.approve(paused, customer_code=_APPROVER, now_us=anchor_us).subscription
-        charge = Transaction(
-            id=ids.transaction_id(),
-            merchant_id=merchant_id,
-            kind=SUBSCRIPTION_CHARGE,
-            checkout_session_id=None,
-            customer_code=_APPROVER,
-            amount_minor=paused.amount_minor,
-            currency=paused.currency,
-            created_at=anchor_us,
-            subscription_id=paused.id,
-            period=0,
+        charge = periods.next_charge(
+            paused, transaction_id=ids.transaction_id(), customer_code=_APPROVER, now_us=anchor_us
         )
         created = _bulk_event(paused, "subscription.created", now)
         subscription_rows.insert(tx, paused, None, [created])
