@@ -25,6 +25,7 @@ from .subscription import KIND, Act, Reload
 ADVANCE_BATCH = 500
 ADVANCE_CONCURRENCY = 32
 ADVANCE_RETRY_SECONDS = 1.0
+ADVANCE_GIVE_WAY_SECONDS = 0.05
 # Clocks left advancing that one check resumes (longest first); more are unlikely.
 RESUME_BATCH = 1000
 
@@ -162,18 +163,26 @@ class TestClocks:
         try:
             if self.before_advance is not None:
                 await self.before_advance(test_clock)
-            while not await self._advance_step(test_clock):
+            seen: list[tuple[str, int]] = []
+            while not await self._advance_step(test_clock, seen):
                 pass
         finally:
             self._running.discard(key)
 
-    async def _advance_step(self, test_clock: TestClock) -> bool:
+    async def _advance_step(self, test_clock: TestClock, seen: list[tuple[str, int]]) -> bool:
         """One batch of the advance; True once the clock is `ready` (or gone, or another
-        process finished it)."""
+        process finished it). `seen`: the batch the last step found, updated."""
         try:
             due = await self.db.read(
                 subscription_rows.due_on_clock, test_clock.id, test_clock.frozen_time, ADVANCE_BATCH
             )
+            batch = [(record.id, record.version) for record in due]
+            if due and batch == seen:
+                # Nothing moved since the last step: another process holds these rows (its
+                # group commit is taking the same steps; ours gave way). Its commit moves
+                # them on; asking again at once would only spin until it does.
+                await trio.sleep(ADVANCE_GIVE_WAY_SECONDS)
+            seen[:] = batch
             if due:
                 # As the renewal sweep: the records read are the actors' states, and each
                 # actor ends right after its step (see `ActorHost.ask`).

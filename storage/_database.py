@@ -37,8 +37,41 @@ class Tx(Protocol):
         """Run a statement; return the number of rows it changed."""
         ...
 
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run a statement once per row of arguments."""
+        ...
+
 
 RepoFn = Callable[Concatenate[Tx, P], T]
+
+# -- batched forms ------------------------------------------------------------------------
+# A burst (the renewal sweep after a month's end, a clock's advance) queues hundreds of
+# calls of one repository function behind the writer at once. Run one by one, each is a
+# round trip per statement; its batched form writes them all with one statement per table
+# (PostgreSQL's `unnest` of one array per column), which costs the database and the
+# driver a fraction of the work per row.
+
+ManyFn = Callable[[Tx, Sequence[tuple[Any, ...]]], Sequence[Any]]
+F = TypeVar("F", bound=Callable[..., Any])
+_MANY: dict[object, ManyFn] = {}
+
+
+def batched(many: ManyFn) -> Callable[[F], F]:
+    """Declare `many` the batched form of the decorated repository function: `many(tx,
+    [args, ...])` must leave the database as running the function once per args, in that
+    order, in one transaction would, and return the list of their results; it may raise
+    when any of them would (the writer then runs each alone, so each caller hears its own
+    answer). The writers use it when a group holds several calls of the function."""
+
+    def declare(fn: F) -> F:
+        _MANY[fn] = many
+        return fn
+
+    return declare
+
+
+def batched_form(fn: object) -> ManyFn | None:
+    return _MANY.get(fn)
 
 
 class Database(Protocol):

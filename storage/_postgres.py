@@ -6,9 +6,10 @@ another event loop and nothing blocks the trio thread.
 
 - Writes queue to one writer thread per process (`GroupThread`): it runs whatever is
   queued as one transaction and commits once; one WAL flush serves the group. The
-  callers run first side by side with no savepoints (two round trips fewer each); if one
-  raises, that transaction is rolled back and the group runs again with each caller in
-  a savepoint of its own, so one caller's error rolls back only that caller's work.
+  callers run first side by side with no savepoints (two round trips fewer each), the
+  calls of a function with a batched form (`storage.batched`) as one call of it; if one
+  raises, that transaction is rolled back and the group runs again with each caller
+  alone in a savepoint of its own, so one caller's error rolls back only its own work.
 - Reads run on pooled connections in autocommit mode; each read is one statement or a
   few statements that need no common snapshot.
 - LISTEN runs on a connection and a thread of its own, and reconnects after a restart.
@@ -40,7 +41,7 @@ from psycopg.rows import dict_row
 
 from ._database import DatabaseUnavailable, RepoFn, Row, StorageError, select_one
 from ._migrations import Migration, pg_apply_migrations
-from ._threads import Connections, GroupThread, Job
+from ._threads import Connections, GroupThread, Job, run_many, runs_of
 
 MIN_POOL_SIZE = 3
 """The writer, the listener and at least one reader."""
@@ -48,14 +49,21 @@ MIN_POOL_SIZE = 3
 _RETRIES = 3
 """Times a caller's transaction is run again after a deadlock or serialization failure."""
 
-_PLACEHOLDER = re.compile(r"\?")
+_PLACEHOLDER = re.compile(r"\?(::\w+\[\])?")
+
+
+def _placeholder(match: re.Match[str]) -> str:
+    # An array (`?::text[]`, the batched writes' columns) goes in binary: in text, psycopg
+    # escapes every element with a regular expression, which cost 9 ms of the writer's
+    # time per 384 rows of an event against 0.9 ms in binary.
+    return "%s" if match.group(1) is None else "%b" + match.group(1)
 
 
 @lru_cache(maxsize=1024)
 def to_pg(sql: str) -> str:
-    """`?` placeholders to psycopg's `%s` (our SQL has no `?` in literals; a literal `%`
-    is doubled)."""
-    return _PLACEHOLDER.sub("%s", sql.replace("%", "%%"))
+    """`?` placeholders to psycopg's `%s`, or `%b` for an array (`?::type[]`); our SQL has
+    no `?` in literals, and a literal `%` is doubled."""
+    return _PLACEHOLDER.sub(_placeholder, sql.replace("%", "%%"))
 
 
 # SQLSTATE classes that mean the database is unreachable or refusing work for now, not
@@ -116,6 +124,9 @@ class PgTx:
 
     def execute(self, sql: str, *args: Any) -> int:
         return max(self._cur.execute(to_pg(sql), args).rowcount, 0)
+
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._cur.executemany(to_pg(sql), rows)
 
 
 class PostgresDatabase:
@@ -275,7 +286,8 @@ class PostgresDatabase:
     ) -> BaseException | None:
         """Run every caller of the group in one transaction with no savepoint each: two
         round trips fewer per caller (a renewal is seven statements with them, five
-        without). None once committed; else the error that stopped it, with nothing
+        without), and the calls of a function with a batched form as one call of it (a
+        burst of renewals: five statements for the whole group). None once committed; else the error that stopped it, with nothing
         committed and no caller's result kept: the group is then run again with each
         caller in a savepoint, so that only that caller's work is lost (repository
         functions are plain SQL with no other effect, so running one again after a
@@ -286,9 +298,13 @@ class PostgresDatabase:
         try:
             with conn.cursor() as cur, conn.transaction():
                 tx = PgTx(cur)
-                for job in batch:
+                for run in runs_of(batch):
                     try:
-                        job.result = job.fn(tx, *job.args, **job.kwargs)
+                        if run.many is not None:
+                            run_many(run, tx)
+                        else:
+                            job = run.jobs[0]
+                            job.result = job.fn(tx, *job.args, **job.kwargs)
                     except Exception as error:
                         stopped = error
                         raise psycopg.Rollback() from None  # rolled back, and swallowed

@@ -2,7 +2,8 @@
 
 Every write request is queued to one writer thread (`GroupThread`). The writer drains
 whatever is queued, runs each caller's transaction inside its own SAVEPOINT (so one
-failure rolls back only that caller's work), then commits the whole group with a single
+failure rolls back only that caller's work; the calls of a function with a batched form
+run as one call of it in one savepoint, and one by one should it fail), then commits the whole group with a single
 fsync and wakes each caller. A caller returns only after its own commit is durable.
 Reads queue the same way to one reader thread with a connection of its own, which runs
 each group of reads in one snapshot: in WAL mode a reader never waits for the writer, and
@@ -20,7 +21,7 @@ import trio
 
 from ._database import DatabaseUnavailable, RepoFn, Row, StorageError, select_one
 from ._migrations import Migration, sqlite_apply_migrations
-from ._threads import GroupThread, Job
+from ._threads import GroupThread, Job, Run, run_many, runs_of
 
 # Primary result codes that mean the file cannot be written or reached now, not that the
 # statement is wrong: busy beyond the timeout, locked, read-only, I/O error, disk full,
@@ -65,6 +66,9 @@ class SqliteTx:
 
     def execute(self, sql: str, *args: Any) -> int:
         return self._conn.execute(sql, args).rowcount
+
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._conn.executemany(sql, rows)
 
 
 def sqlite_path(database_url: str) -> str:
@@ -185,8 +189,10 @@ class SqliteDatabase:
         tx = SqliteTx(conn)
         try:
             conn.execute("BEGIN IMMEDIATE")
-            for job in batch:
-                self._run_job(conn, tx, job)
+            for run in runs_of(batch):
+                if run.many is None or not self._run_many(conn, tx, run):
+                    for job in run.jobs:
+                        self._run_job(conn, tx, job)
             conn.execute("COMMIT")
         except sqlite3.Error as error:
             # The group as a whole failed (the file cannot be written, or SQLite rolled
@@ -198,6 +204,25 @@ class SqliteDatabase:
             for job in batch:
                 if job.error is None:
                     job.error, job.result = failure, None
+
+    @staticmethod
+    def _run_many(conn: sqlite3.Connection, tx: SqliteTx, run: Run) -> bool:
+        """Run a batch as one call of its batched form in a savepoint: False, with nothing
+        of it kept, when that raised (its jobs are then run one by one, so each caller
+        hears its own answer)."""
+        conn.execute("SAVEPOINT batch")
+        try:
+            run_many(run, tx)
+        except Exception:
+            if not conn.in_transaction:
+                raise  # SQLite rolled back the whole group: fail it all
+            conn.execute("ROLLBACK TO batch")
+            conn.execute("RELEASE batch")
+            for job in run.jobs:
+                job.result = None
+            return False
+        conn.execute("RELEASE batch")
+        return True
 
     @staticmethod
     def _run_job(conn: sqlite3.Connection, tx: SqliteTx, job: Job) -> None:

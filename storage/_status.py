@@ -1,12 +1,15 @@
 """Conditional writes: the status condition built from a state machine's table, and the
-guarded update every transition of a resource is written with."""
+guarded update every transition of a resource is written with (one row, or many in one
+statement)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fgcpay.domain.states import Transition
 
+from ._bulk import Column, arrays, unnest
 from ._database import Tx
 
 
@@ -49,3 +52,58 @@ def guarded_update(
     return tx.execute(
         f"UPDATE {table} SET {assignments} WHERE {where}", *values, row_id, *guard_values
     )
+
+
+def update_versioned(
+    tx: Tx,
+    table: str,
+    columns: Sequence[Column],
+    rows: Sequence[tuple[str, int, Sequence[Any]]],
+    guard: str,
+    *,
+    give_way: bool,
+) -> set[str]:
+    """Many `guarded_update`s of versioned rows in one statement. Each row is `(id,
+    version, values)`: where the row `id` still has that `version` and `guard` holds, set
+    `columns` to `values` and the version to the next; the ids changed. `give_way` as
+    for `guarded_update`: on PostgreSQL a row another transaction holds is left as it is.
+    The ids must be distinct (one change per row per statement)."""
+    if not rows:
+        return set()
+    if tx.dialect != "postgresql" or len(rows) == 1:
+        # SQLite, in process, loses nothing to a statement per row; nor does one row.
+        assignments = ", ".join(["version = version + 1", *(f"{name} = ?" for name, _ in columns)])
+        return {
+            row_id
+            for row_id, version, values in rows
+            if guarded_update(tx, table, assignments, tuple(values), row_id,
+                              f"{guard} AND version = ?", (version,), give_way=give_way)
+        }  # fmt: skip
+    if give_way:
+        # The rows no other transaction holds, locked first, in a statement of their own:
+        # as a subquery or a CTE joined to the arrays, the planner compared every row with
+        # every other (measured: 90,000 comparisons for a batch of 300).
+        held = tx.fetch(
+            f"SELECT id FROM {table} WHERE id = ANY(?::text[]) AND {guard} FOR UPDATE SKIP LOCKED",
+            [row_id for row_id, _, _ in rows],
+        )
+        free = {row["id"] for row in held}
+        rows = [row for row in rows if row[0] in free]
+        if not rows:
+            return set()
+    given = [("id", "text"), ("version", "bigint"), *columns]
+    flat = [(row_id, version, *values) for row_id, version, values in rows]
+    # The arrays' columns are named apart from the table's, so the guard's bare column
+    # names (`status = 'active'`) can only mean the table's.
+    aliases = ["given_id", "given_version", *(f"given_{i}" for i in range(len(columns)))]
+    assignments = ", ".join(
+        [f"version = {table}.version + 1"]
+        + [f"{name} = {alias}" for (name, _), alias in zip(columns, aliases[2:], strict=True)]
+    )
+    changed = tx.fetch(
+        f"UPDATE {table} SET {assignments} FROM {unnest(given)} AS given({', '.join(aliases)})"
+        f" WHERE {table}.id = given_id AND {table}.version = given_version AND {guard}"
+        f" RETURNING {table}.id",
+        *arrays(given, flat),
+    )
+    return {row["id"] for row in changed}

@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 import attrs
 import trio
 
-from ._database import RepoFn, StorageError
+from ._database import ManyFn, RepoFn, StorageError, batched_form
 
 C = TypeVar("C")
 
@@ -109,6 +109,46 @@ class Job:
     error: BaseException | None = None
 
 
+@attrs.frozen
+class Run:
+    """Jobs of a group run together: one job alone (`many` None), or several calls of one
+    function that has a batched form, run as one call of `many`."""
+
+    jobs: list[Job]
+    many: ManyFn | None = None
+
+
+def runs_of(batch: list[Job]) -> list[Run]:
+    """The group's jobs as runs: the calls of each function with a batched form together,
+    at the place of the first of them; every other job alone, in order. Reordering is
+    safe: none of these callers has been answered yet, so they are concurrent, and any
+    order of them is one they could have arrived in."""
+    runs: list[Run] = []
+    together: dict[object, Run] = {}
+    for job in batch:
+        many = None if job.kwargs else batched_form(job.fn)
+        if many is None:
+            runs.append(Run([job]))
+            continue
+        run = together.get(job.fn)
+        if run is None:
+            run = together[job.fn] = Run([], many)
+            runs.append(run)
+        run.jobs.append(job)
+    return [run if len(run.jobs) > 1 else Run(run.jobs) for run in runs]
+
+
+def run_many(run: Run, tx: Any) -> None:
+    """Run a batch as one call of its batched form and hand each caller its result; raises
+    (setting no result) when the batched form does."""
+    assert run.many is not None
+    results = run.many(tx, [job.args for job in run.jobs])
+    if len(results) != len(run.jobs):
+        raise StorageError(f"a batched form answered {len(results)} of {len(run.jobs)} calls")
+    for job, result in zip(run.jobs, results, strict=True):
+        job.result = result
+
+
 _STOP = object()
 
 
@@ -187,8 +227,19 @@ class GroupThread:
 
     @staticmethod
     def _wake(batch: list[Job]) -> None:
+        # One call into each trio run for all of its callers: each `run_sync_soon` from a
+        # thread is a write to the run's wake-up socket, and a group of a renewal burst
+        # holds hundreds of callers of the same run.
+        done_by_run: dict[trio.lowlevel.TrioToken, list[trio.Event]] = {}
         for job in batch:
+            done_by_run.setdefault(job.token, []).append(job.done)
+        for token, events in done_by_run.items():
             try:
-                job.token.run_sync_soon(job.done.set)
+                token.run_sync_soon(_set_all, events)
             except trio.RunFinishedError:
                 pass
+
+
+def _set_all(events: list[trio.Event]) -> None:
+    for event in events:
+        event.set()

@@ -4,6 +4,7 @@ per transition of `subscriptions.STATES`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 from fgcpay.domain.idempotency import Completion
@@ -12,8 +13,9 @@ from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
 from fgcpay.domain.webhooks import Event
 
 from . import customers, idempotency, transactions, webhooks
-from ._database import Row, Tx
-from ._status import guarded_update, status_in
+from ._bulk import Column
+from ._database import Row, Tx, batched
+from ._status import status_in, update_versioned
 from .checkout_sessions import notify_status
 from .paging import newest_first
 
@@ -22,30 +24,21 @@ _FIELDS = tuple(field.name for field in attrs.fields(Subscription))
 _COLUMN_OF = {"metadata_json": "metadata"}
 COLUMNS = ", ".join(_COLUMN_OF.get(name, name) for name in _FIELDS)
 
-# What a transition may change; every other field is fixed at creation.
-_MUTABLE = (
-    "status",
-    "version",
-    "updated_at",
-    "approved_at",
-    "customer_code",
-    "charge_count",
-    "charged_total_minor",
-    "current_period_start",
-    "current_period_end",
-    "next_action_at",
-    "failed_attempts",
-    "cancelled_at",
-    "ended_at",
-    "ended_reason",
-)
+# What a transition may change, and each column's type; every other field is fixed at
+# creation. The version is not set from the record: each write adds one to it.
+_CHANGING: list[Column] = [
+    ("status", "text"), ("updated_at", "bigint"), ("approved_at", "bigint"),
+    ("customer_code", "text"), ("charge_count", "bigint"), ("charged_total_minor", "bigint"),
+    ("current_period_start", "bigint"), ("current_period_end", "bigint"),
+    ("next_action_at", "bigint"), ("failed_attempts", "bigint"), ("cancelled_at", "bigint"),
+    ("ended_at", "bigint"), ("ended_reason", "text"),
+]  # fmt: skip
+_MUTABLE = ("version", *(name for name, _ in _CHANGING))
 # The fields fixed at creation, compared one by one in `_problems` (cheaper than building
 # a record to compare with).
 _FIXED = tuple(name for name in _FIELDS if name not in _MUTABLE)
 # `version = version + 1` rather than a parameter: the guard already pins the old one.
-_SET = ", ".join(
-    "version = version + 1" if name == "version" else f"{name} = ?" for name in _MUTABLE
-)
+_SET = ", ".join(["version = version + 1", *(f"{name} = ?" for name, _ in _CHANGING)])
 
 
 def from_row(row: Row) -> Subscription:
@@ -163,6 +156,7 @@ def approve(
     return _move(tx, "approve", before, after, charge, events)
 
 
+@batched(lambda tx, calls: _move_many(tx, "renew", calls))
 def renew(
     tx: Tx, before: Subscription, after: Subscription, charge: Transaction, events: Sequence[Event]
 ) -> bool:
@@ -171,12 +165,14 @@ def renew(
     return _move(tx, "renew", before, after, charge, events)
 
 
+@batched(lambda tx, calls: _move_many(tx, "decline", _uncharged(calls)))
 def decline(tx: Tx, before: Subscription, after: Subscription, events: Sequence[Event]) -> bool:
     """`decline` (`active` -> `past_due`): a renewal charge was declined; nothing is
     charged, the retry's due time is `after.next_action_at`."""
     return _move(tx, "decline", before, after, None, events)
 
 
+@batched(lambda tx, calls: _move_many(tx, "retry_declined", _uncharged(calls)))
 def retry_declined(
     tx: Tx, before: Subscription, after: Subscription, events: Sequence[Event]
 ) -> bool:
@@ -184,6 +180,7 @@ def retry_declined(
     return _move(tx, "retry_declined", before, after, None, events)
 
 
+@batched(lambda tx, calls: _move_many(tx, "recover", calls))
 def recover(
     tx: Tx, before: Subscription, after: Subscription, charge: Transaction, events: Sequence[Event]
 ) -> bool:
@@ -196,10 +193,16 @@ def cancel(tx: Tx, before: Subscription, after: Subscription, events: Sequence[E
     return _move(tx, "cancel", before, after, None, events)
 
 
+@batched(lambda tx, calls: _move_many(tx, "end", _uncharged(calls)))
 def end(tx: Tx, before: Subscription, after: Subscription, events: Sequence[Event]) -> bool:
     """`end` (`active` or `past_due` -> `ended`): end_date reached, max total reached, or
     the retries failed (`after.ended_reason`)."""
     return _move(tx, "end", before, after, None, events)
+
+
+def _uncharged(calls: Sequence[tuple[Any, ...]]) -> list[Call]:
+    # The calls of a step that charges nothing, `(before, after, events)`, as `Call`s.
+    return [(before, after, None, events) for before, after, events in calls]
 
 
 # Built once from the table: the status condition of each transition's write.
@@ -207,6 +210,9 @@ _GUARDS = {transition.name: status_in(transition) for transition in STATES.trans
 # The steps the renewal timer takes (the sweep's and an advance's): on PostgreSQL they give
 # way to a row another process is writing (`guarded_update`); approve and cancel wait.
 _TIMER_STEPS = frozenset({"renew", "decline", "retry_declined", "recover", "end"})
+
+
+Call = tuple[Subscription, Subscription, Transaction | None, Sequence[Event]]
 
 
 def _move(
@@ -217,32 +223,43 @@ def _move(
     charge: Transaction | None,
     events: Sequence[Event],
 ) -> bool:
-    problems = _problems(name, before, after, charge, events)
-    if problems:
-        raise ValueError(f"subscription {before.id} {name}: " + "; ".join(problems))
-    changed = guarded_update(
+    return _move_many(tx, name, [(before, after, charge, events)])[0]
+
+
+def _move_many(tx: Tx, name: str, calls: Sequence[Call]) -> list[bool]:
+    """Transition `name` for each call, with one statement per table for all of them
+    (the batched form of each timer step); whether each was written."""
+    if len({before.id for before, *_ in calls}) < len(calls):
+        # One subscription twice in a group (its actor waits for each write, so this is no
+        # burst): one at a time, in order, each guarded by the version the last one left.
+        return [_move(tx, name, *call) for call in calls]
+    for before, after, charge, events in calls:
+        problems = _problems(name, before, after, charge, events)
+        if problems:
+            raise ValueError(f"subscription {before.id} {name}: " + "; ".join(problems))
+    moved = update_versioned(
         tx,
         "subscriptions",
-        _SET,
-        tuple(getattr(after, field) for field in _MUTABLE if field != "version"),
-        before.id,
-        f"{_GUARDS[name]} AND version = ?",
-        (before.version,),
+        _CHANGING,
+        [(before.id, before.version, _changed_values(after)) for before, after, *_ in calls],
+        _GUARDS[name],
         give_way=name in _TIMER_STEPS,
     )
-    if changed != 1:
-        return False
-    if charge is not None:
-        # Unique per (subscription, period): should a period's charge ever be written a
-        # second time, this raises and the whole transaction rolls back.
-        transactions.insert(tx, charge)
-    for event in events:
-        webhooks.record_event(tx, event)
-    # The hub carries statuses: a renewal, which changes none, notifies nobody (a burst of
-    # renewals would otherwise be a burst of notifications no page needs).
-    if after.status != before.status:
-        notify_status(tx, before.id, after.status)
-    return True
+    written = [call for call in calls if call[0].id in moved]
+    # Unique per (subscription, period): should a period's charge ever be written a
+    # second time, this raises and the whole transaction rolls back.
+    transactions.insert_many(tx, [charge for _, _, charge, _ in written if charge is not None])
+    webhooks.record_events(tx, [event for *_, events in written for event in events])
+    for before, after, _, _ in written:
+        # The hub carries statuses: a renewal, which changes none, notifies nobody (a
+        # burst of renewals would otherwise be a burst of notifications no page needs).
+        if after.status != before.status:
+            notify_status(tx, before.id, after.status)
+    return [before.id in moved for before, *_ in calls]
+
+
+def _changed_values(after: Subscription) -> tuple[object, ...]:
+    return tuple(getattr(after, name) for name, _ in _CHANGING)
 
 
 def _problems(

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fgcpay.domain.transactions import Transaction
 
+from ._bulk import Column, insert_rows
 from ._database import Row, Tx
 
-COLUMNS = (
-    "id, merchant_id, kind, checkout_session_id, customer_code, amount_minor, currency, mode,"
-    " created_at, subscription_id, period"
-)
+_TYPES: list[Column] = [
+    ("id", "text"), ("merchant_id", "text"), ("kind", "text"), ("checkout_session_id", "text"),
+    ("customer_code", "text"), ("amount_minor", "bigint"), ("currency", "text"),
+    ("mode", "text"), ("created_at", "bigint"), ("subscription_id", "text"),
+    ("period", "bigint"),
+]  # fmt: skip
+COLUMNS = ", ".join(name for name, _ in _TYPES)
 
 
 def from_row(row: Row) -> Transaction:
@@ -31,10 +37,17 @@ def from_row(row: Row) -> Transaction:
 def insert(tx: Tx, t: Transaction) -> None:
     """Insert one ledger row. A second payment of a checkout session, or a second charge
     of a subscription's period, violates a unique key and raises: never two."""
-    tx.execute(
-        f"INSERT INTO transactions ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        t.id, t.merchant_id, t.kind, t.checkout_session_id, t.customer_code,
-        t.amount_minor, t.currency, t.mode, t.created_at, t.subscription_id, t.period,
+    insert_many(tx, [t])
+
+
+def insert_many(tx: Tx, rows: Sequence[Transaction]) -> None:
+    """`insert` for each of `rows`, in one statement (a batched write's charges)."""
+    insert_rows(
+        tx,
+        "transactions",
+        _TYPES,
+        [(t.id, t.merchant_id, t.kind, t.checkout_session_id, t.customer_code, t.amount_minor,
+          t.currency, t.mode, t.created_at, t.subscription_id, t.period) for t in rows],
     )  # fmt: skip
 
 

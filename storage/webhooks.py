@@ -16,6 +16,7 @@ from fgcpay.domain.webhooks import (
     subscribes,
 )
 
+from ._bulk import Column, insert_rows
 from ._database import Row, Tx
 from .paging import newest_first
 
@@ -23,7 +24,16 @@ _ENDPOINT_COLUMNS = (
     "id, merchant_id, url, enabled_events, secret_sealed, previous_secret_sealed,"
     " previous_secret_expires_at, created_at, deleted_at"
 )
-_EVENT_COLUMNS = "id, merchant_id, type, resource_id, sequence, body, created_at"
+_EVENT_TYPES: list[Column] = [
+    ("id", "text"), ("merchant_id", "text"), ("type", "text"), ("resource_id", "text"),
+    ("sequence", "bigint"), ("body", "text"), ("created_at", "bigint"),
+]  # fmt: skip
+_EVENT_COLUMNS = ", ".join(name for name, _ in _EVENT_TYPES)
+_DELIVERY_TYPES: list[Column] = [
+    ("id", "text"), ("event_id", "text"), ("endpoint_id", "text"), ("merchant_id", "text"),
+    ("status", "text"), ("attempts", "bigint"), ("next_attempt_at", "bigint"),
+    ("created_at", "bigint"), ("updated_at", "bigint"),
+]  # fmt: skip
 
 
 def _endpoint(row: Row) -> WebhookEndpoint:
@@ -126,37 +136,46 @@ def rotate_secret(
 def record_event(tx: Tx, event: Event) -> int:
     """Insert `event` and one pending delivery per subscribed endpoint (same transaction
     as the change that caused it). Returns the number of deliveries queued."""
-    tx.execute(
-        f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        event.id, event.merchant_id, event.type, event.resource_id, event.sequence,
-        event.body, event.created_at,
+    return record_events(tx, [event])
+
+
+def record_events(tx: Tx, events: Sequence[Event]) -> int:
+    """`record_event` for each of `events`, with one statement for all the events and one
+    for all their deliveries (a batched write's events)."""
+    insert_rows(
+        tx,
+        "events",
+        _EVENT_TYPES,
+        [(e.id, e.merchant_id, e.type, e.resource_id, e.sequence, e.body, e.created_at)
+         for e in events],
     )  # fmt: skip
-    return _queue_deliveries(tx, event, event.created_at)
+    return _queue_deliveries(tx, events, None)
 
 
-def _queue_deliveries(tx: Tx, event: Event, now_us: int) -> int:
+def _queue_deliveries(tx: Tx, events: Sequence[Event], now_us: int | None) -> int:
+    """A pending delivery of each event to each endpoint of its merchant subscribed to its
+    type, due at `now_us` (None: at the event's own time)."""
+    if not events:
+        return 0
+    merchants = sorted({event.merchant_id for event in events})
     rows = tx.fetch(
-        "SELECT id, enabled_events FROM webhook_endpoints WHERE merchant_id = ?"
-        " AND deleted_at IS NULL",
-        event.merchant_id,
+        "SELECT id, merchant_id, enabled_events FROM webhook_endpoints"
+        f" WHERE merchant_id IN ({', '.join('?' for _ in merchants)}) AND deleted_at IS NULL",
+        *merchants,
     )
-    queued = 0
+    endpoints: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
     for row in rows:
-        if not subscribes(decode_events(row["enabled_events"]), event.type):
-            continue
-        tx.execute(
-            "INSERT INTO deliveries (id, event_id, endpoint_id, merchant_id, status, attempts,"
-            " next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?)",
-            DELIVERY_PREFIX + ids.random_base62(24),
-            event.id,
-            row["id"],
-            event.merchant_id,
-            now_us,
-            now_us,
-            now_us,
-        )
-        queued += 1
-    return queued
+        enabled = decode_events(row["enabled_events"])
+        endpoints.setdefault(row["merchant_id"], []).append((row["id"], enabled))
+    deliveries = []
+    for event in events:
+        at = event.created_at if now_us is None else now_us
+        for endpoint_id, enabled in endpoints.get(event.merchant_id, ()):
+            if subscribes(enabled, event.type):
+                deliveries.append((DELIVERY_PREFIX + ids.random_base62(24), event.id,
+                                   endpoint_id, event.merchant_id, "pending", 0, at, at, at))  # fmt: skip
+    insert_rows(tx, "deliveries", _DELIVERY_TYPES, deliveries)
+    return len(deliveries)
 
 
 def redeliver(tx: Tx, merchant_id: str, event_id: str, now_us: int) -> int | None:
@@ -168,7 +187,7 @@ def redeliver(tx: Tx, merchant_id: str, event_id: str, now_us: int) -> int | Non
     )
     if row is None:
         return None
-    return _queue_deliveries(tx, _event(row), now_us)
+    return _queue_deliveries(tx, [_event(row)], now_us)
 
 
 def event_of(tx: Tx, merchant_id: str, event_id: str) -> Event | None:

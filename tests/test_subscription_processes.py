@@ -4,7 +4,8 @@ nothing but the database (and the secret key, as every host of one service does)
 One subscription crosses them: created through A, approved on B's hosted page, read
 `active` through A, its status polled on B and heard on a socket held by A. Then a burst:
 daily subscriptions on a test clock that A advances by weeks, while B cancels some of
-them, then dies (SIGKILL) and comes back, resuming the advance beside A; and overdue
+them, then dies (SIGKILL) and comes back, resuming the advance beside A (one
+subscription the test keeps locked holds the advance open until then); and overdue
 subscriptions on the real clock, which both processes' renewal sweeps charge from their
 first moment. Every period is charged once and every event written once; a cancelled
 subscription is charged nothing after its cancel was answered.
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import trio
 from fgcpay.admin import create_merchant
 from fgcpay.domain.times import iso_ms
@@ -200,14 +202,25 @@ async def test_two_processes_serve_one_merchants_subscriptions(
             api_a, api_b = _api(a, merchant.api_key), _api(b, merchant.api_key)
 
             crossing = await _one_subscription_across_both(a, b, api_a)
-            charged_when_cancelled = await _cancel_during_advance(api_a, api_b, clock.id, on_clock)
+            # One subscription on the clock (none B cancels) stays locked by a transaction
+            # of the test's own, as a third process's group commit would hold it: the
+            # advance gives way to it and cannot finish, so the cancels and B's restart
+            # happen mid-advance however fast the rest of it runs.
+            held = sorted(on_clock)[1]
+            with psycopg.connect(postgres_url) as holder:
+                holder.execute("SELECT id FROM subscriptions WHERE id = %s FOR UPDATE", (held,))
+                charged_when_cancelled = await _cancel_during_advance(
+                    api_a, api_b, clock.id, on_clock
+                )
+                assert held not in charged_when_cancelled
 
-            # B dies mid-advance and comes back: at its start it resumes the advance A runs.
-            assert await b.stop(signal.SIGKILL) == -signal.SIGKILL
-            await api_b.aclose()
-            await b.start()
-            api_b = _api(b, merchant.api_key)
-            assert await _clock_status(api_b, clock.id) == "advancing", "A finished before B was up"
+                # B dies mid-advance and comes back: at its start it resumes the advance A runs.
+                assert await b.stop(signal.SIGKILL) == -signal.SIGKILL
+                await api_b.aclose()
+                await b.start()
+                api_b = _api(b, merchant.api_key)
+                assert await _clock_status(api_b, clock.id) == "advancing"
+                # Leaving the block ends the holder's transaction: the advance goes on.
 
             async def ready() -> bool:
                 return await _clock_status(api_b, clock.id) == "ready"
