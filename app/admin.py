@@ -16,7 +16,7 @@ from fgcpay.actors.subscription import SubscriptionActor
 from fgcpay.clock import SystemClock
 from fgcpay.domain import balances, customers, ids
 from fgcpay.domain.balances import Totals
-from fgcpay.domain.errors import ValidationFailed
+from fgcpay.domain.errors import ServiceError, ValidationFailed
 from fgcpay.domain.fields import EmailError, email_address
 from fgcpay.domain.lists import MAX_LIMIT
 from fgcpay.domain.merchants import ApiKey, Merchant, hash_password, new_api_key, normalize_email
@@ -226,12 +226,18 @@ async def review_refund(
         ),
     ):
         host.register(behaviour)
+    outcome: Refund | ServiceError
     async with trio.open_nursery() as nursery:
         await nursery.start(host.run)
         try:
-            return await Refunds(db, host).review(merchant_id, refund_id, decision)
+            outcome = await Refunds(db, host).review(merchant_id, refund_id, decision)
+        except ServiceError as refused:
+            outcome = refused  # raised below, not inside the nursery (which would group it)
         finally:
             nursery.cancel_scope.cancel()
+    if isinstance(outcome, ServiceError):
+        raise outcome
+    return outcome
 
 
 class LedgerInputError(Exception):
