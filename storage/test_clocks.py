@@ -5,12 +5,12 @@ The list is paged newest first like every other list, as Stripe's `GET /test_clo
 (limit and cursor), rather than returned whole.
 
 Deleting a clock deletes what lives on it, as Stripe deletes a test clock's customers and
-subscriptions: its subscriptions and their charges in the ledger go with it (the test it
-ran is gone; the balance no longer counts those charges, nor their refunds). Their events stay, as events of
-deleted objects do at Stripe: they were sent, and deliveries still pending go out. Nothing
-is refused: a clock deletes in either status (an advance still running then finds its
-rows gone and its conditional writes fail), and `delete` returns the ids of the
-subscriptions it deleted so that their actors can be told.
+subscriptions: its subscriptions and their charges in the ledger go with it, with the
+refunds of those charges (the test it ran is gone; the balance no longer counts any of
+it). Their events stay, as events of deleted objects do at Stripe: they were sent, and
+deliveries still pending go out. Nothing is refused: a clock deletes in either status (an
+advance still running then finds its rows gone and its conditional writes fail), and
+`delete` returns the ids of the subscriptions it deleted so that their actors can be told.
 """
 
 from __future__ import annotations
