@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from fgcpay.clock import Clock
@@ -17,12 +17,16 @@ from fgcpay.domain.transactions import PAYMENT, Transaction
 from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.logs import log_event
 from fgcpay.storage import Database, checkout_sessions
-from fgcpay.storage.paging import cursor_position
+from fgcpay.storage.owned import OwnedRows
 
 from ._runtime import ActorHost
 from .authorization import ALREADY_FINAL, MESSAGES, Authorized, authorize
 
+if TYPE_CHECKING:
+    from .refunds import RefundDesk
+
 KIND = "checkout_session"
+ROWS = OwnedRows("cs_test_", "checkout session", checkout_sessions.of_merchant)
 
 
 @attrs.frozen
@@ -62,18 +66,26 @@ Listener = Callable[[CheckoutSession], None]
 
 
 class CheckoutSessionActor:
-    """Behaviour of one checkout session. State: the session, or None if it does not exist."""
+    """Behaviour of one checkout session. State: the session, or None if it does not exist.
+    It also owns the session's payment: the refunds of it go through `refunds`."""
 
     kind = KIND
 
     def __init__(
-        self, db: Database, clock: Clock, secret_key: str, public_url: str, on_change: Listener
+        self,
+        db: Database,
+        clock: Clock,
+        secret_key: str,
+        public_url: str,
+        on_change: Listener,
+        refunds: RefundDesk | None = None,
     ) -> None:
         self.db = db
         self.clock = clock
         self.secret_key = secret_key
         self.public_url = public_url
         self.on_change = on_change
+        self.refunds = refunds
 
     def _event(self, session: CheckoutSession, event_type: str, now: int) -> Event:
         return new_event(
@@ -102,6 +114,8 @@ class CheckoutSessionActor:
         if isinstance(message, Confirm):
             result = await self._confirm(state, message)
             return result.session, result
+        if self.refunds is not None and self.refunds.handles(message):
+            return state, await self.refunds.receive(message)
         raise TypeError(f"unexpected message {message!r}")
 
     async def _confirm(self, session: CheckoutSession, request: Confirm) -> ConfirmResult:
@@ -192,21 +206,20 @@ class CheckoutSessions:
         self.on_created(session)
 
     async def get(self, merchant_id: str, session_id: str) -> CheckoutSession:
-        found = None
-        if ids.looks_like_id(session_id, "cs_test_", 24):
-            found = await self.db.read(checkout_sessions.of_merchant, merchant_id, session_id)
-        if found is None:
-            raise errors.NotFound("No such checkout session.", {"id": session_id[:64]})
-        return found
+        """The merchant's session; 404 for an unknown id or another merchant's."""
+        return await ROWS.get(self.db, merchant_id, session_id)
 
     async def page(
         self, merchant_id: str, status: str | None, starting_after: str | None, limit: int
     ) -> tuple[list[CheckoutSession], bool]:
-        after = await cursor_position(
-            self.db, checkout_sessions.of_merchant, merchant_id, starting_after, "cs_test_"
+        """One page of the merchant's sessions, newest first, and whether more follow."""
+        return await ROWS.page(
+            self.db,
+            merchant_id,
+            starting_after,
+            limit,
+            lambda tx, after, n: checkout_sessions.page(tx, merchant_id, status, after, n),
         )
-        rows = await self.db.read(checkout_sessions.page, merchant_id, status, after, limit + 1)
-        return rows[:limit], len(rows) > limit
 
     async def expire(self, session_id: str) -> CheckoutSession:
         result: CheckoutSession = await self.host.ask(KIND, session_id, Expire())

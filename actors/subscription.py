@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from fgcpay.clock import Clock
@@ -19,12 +19,21 @@ from fgcpay.storage import Database
 from fgcpay.storage import customers as customer_rows
 from fgcpay.storage import subscriptions as subscription_rows
 from fgcpay.storage import test_clocks as clock_rows
-from fgcpay.storage.paging import cursor_position
+from fgcpay.storage.owned import OwnedRows
 
 from ._runtime import ActorHost
 from .authorization import ALREADY_FINAL, MESSAGES, Authorized, authorize
 
+if TYPE_CHECKING:
+    from .refunds import RefundDesk
+
 KIND = "subscription"
+ROWS = OwnedRows(
+    subscriptions.SUBSCRIPTION_PREFIX,
+    "subscription",
+    subscription_rows.of_merchant,
+    errors.SubscriptionNotFound,
+)
 
 
 @attrs.frozen
@@ -102,18 +111,26 @@ def _transaction_of(event_type: str, attempt: Transaction | None) -> Transaction
 
 
 class SubscriptionActor:
-    """Behaviour of one subscription. State: the subscription, or None if it does not exist."""
+    """Behaviour of one subscription. State: the subscription, or None if it does not exist.
+    It also owns the subscription's charges: the refunds of them go through `refunds`."""
 
     kind = KIND
 
     def __init__(
-        self, db: Database, clock: Clock, secret_key: str, public_url: str, on_change: Listener
+        self,
+        db: Database,
+        clock: Clock,
+        secret_key: str,
+        public_url: str,
+        on_change: Listener,
+        refunds: RefundDesk | None = None,
     ) -> None:
         self.db = db
         self.clock = clock
         self.secret_key = secret_key
         self.public_url = public_url
         self.on_change = on_change
+        self.refunds = refunds
         # Test customers' outcomes never change while a process runs: one read per code.
         self._outcomes: dict[str, str | None] = {}
 
@@ -138,6 +155,8 @@ class SubscriptionActor:
         if isinstance(message, Approve):
             result = await self._approve(state, message)
             return result.subscription, result
+        if self.refunds is not None and self.refunds.handles(message):
+            return state, await self.refunds.receive(message)
         raise TypeError(f"unexpected message {message!r}")
 
     # -- time -----------------------------------------------------------------------------
@@ -379,26 +398,19 @@ class Subscriptions:
     async def get(self, merchant_id: str, subscription_id: str) -> Subscription:
         """The merchant's subscription; 404 `subscription_not_found` for an unknown id or
         another merchant's."""
-        found = None
-        if ids.looks_like_id(subscription_id, subscriptions.SUBSCRIPTION_PREFIX, 24):
-            found = await self.db.read(subscription_rows.of_merchant, merchant_id, subscription_id)
-        if found is None:
-            raise errors.SubscriptionNotFound("No such subscription.", {"id": subscription_id[:64]})
-        return found
+        return await ROWS.get(self.db, merchant_id, subscription_id)
 
     async def page(
         self, merchant_id: str, status: str | None, starting_after: str | None, limit: int
     ) -> tuple[list[Subscription], bool]:
         """One page of the merchant's subscriptions, newest first, and whether more follow."""
-        after = await cursor_position(
+        return await ROWS.page(
             self.db,
-            subscription_rows.of_merchant,
             merchant_id,
             starting_after,
-            subscriptions.SUBSCRIPTION_PREFIX,
+            limit,
+            lambda tx, after, n: subscription_rows.page(tx, merchant_id, status, after, n),
         )
-        rows = await self.db.read(subscription_rows.page, merchant_id, status, after, limit + 1)
-        return rows[:limit], len(rows) > limit
 
     async def cancel(self, merchant_id: str, subscription_id: str) -> Subscription:
         """Cancel the merchant's subscription: 404 `subscription_not_found`, 409

@@ -17,11 +17,12 @@ from fgcpay.logs import log_event
 from fgcpay.storage import Database
 from fgcpay.storage import subscriptions as subscription_rows
 from fgcpay.storage import test_clocks as clock_rows
-from fgcpay.storage.paging import cursor_position
+from fgcpay.storage.owned import OwnedRows
 
 from ._runtime import ActorHost
 from .subscription import KIND, Act, Reload
 
+ROWS = OwnedRows(clock_rules.TEST_CLOCK_PREFIX, "test clock", clock_rows.of_merchant)
 ADVANCE_BATCH = 500
 ADVANCE_CONCURRENCY = 32
 ADVANCE_RETRY_SECONDS = 1.0
@@ -63,23 +64,20 @@ class TestClocks:
 
     async def get(self, merchant_id: str, clock_id: str) -> TestClock:
         """The merchant's clock; 404 for an unknown id or another merchant's."""
-        found = None
-        if ids.looks_like_id(clock_id, clock_rules.TEST_CLOCK_PREFIX, 24):
-            found = await self.db.read(clock_rows.of_merchant, merchant_id, clock_id)
-        if found is None:
-            raise errors.NotFound("No such test clock.", {"id": clock_id[:64]})
-        return found
+        return await ROWS.get(self.db, merchant_id, clock_id)
 
     async def page(
         self, merchant_id: str, starting_after: str | None, limit: int, status: str | None = None
     ) -> tuple[list[TestClock], bool]:
         """One page of the merchant's clocks (those in `status` when given), newest first,
         and whether more follow."""
-        after = await cursor_position(
-            self.db, clock_rows.of_merchant, merchant_id, starting_after, "clock_test_"
+        return await ROWS.page(
+            self.db,
+            merchant_id,
+            starting_after,
+            limit,
+            lambda tx, after, n: clock_rows.page(tx, merchant_id, after, n, status),
         )
-        rows = await self.db.read(clock_rows.page, merchant_id, after, limit + 1, status)
-        return rows[:limit], len(rows) > limit
 
     async def delete(self, merchant_id: str, clock_id: str) -> TestClock:
         """Delete the merchant's clock with its subscriptions; the clock as it was. 404

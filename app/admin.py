@@ -1,5 +1,6 @@
 """Operator actions shared by the command line and the tests: creating merchants, managing
-their API keys, lifting wrong-PIN locks, reading the webhook delivery log."""
+their API keys, lifting wrong-PIN locks, reading the webhook delivery log, reviewing
+refunds and verifying the balance's running totals against the ledger."""
 
 from __future__ import annotations
 
@@ -7,16 +8,24 @@ import time
 from collections.abc import AsyncIterator
 
 import attrs
+import trio
+from fgcpay.actors import ActorHost
+from fgcpay.actors.checkout_session import CheckoutSessionActor
+from fgcpay.actors.refunds import RefundDesk, Refunds
+from fgcpay.actors.subscription import SubscriptionActor
 from fgcpay.clock import SystemClock
-from fgcpay.domain import customers, ids
-from fgcpay.domain.errors import ValidationFailed
+from fgcpay.domain import balances, customers, ids
+from fgcpay.domain.balances import Totals
+from fgcpay.domain.errors import ServiceError, ValidationFailed
 from fgcpay.domain.fields import EmailError, email_address
 from fgcpay.domain.lists import MAX_LIMIT
 from fgcpay.domain.merchants import ApiKey, Merchant, hash_password, new_api_key, normalize_email
+from fgcpay.domain.refunds import Refund
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.webhooks import Delivery, parse_delivery_query
 from fgcpay.settings import Settings
 from fgcpay.storage import Database, merchants
+from fgcpay.storage import balances as balance_rows
 from fgcpay.storage import customers as customer_rows
 from fgcpay.webhooks.delivery_log import DeliveryLog
 from fgcpay.webhooks.endpoints import WebhookEndpoints
@@ -188,3 +197,85 @@ async def unlock_customer(
         scope = customers.lock_scope(code, merchant_id)
     now = time.time_ns() // 1000 if now_us is None else now_us
     return code, await db.write(customer_rows.unlock, code, scope, now)
+
+
+class RefundInputError(Exception):
+    """The operator's input names no merchant to review a refund of; the message says why."""
+
+
+async def review_refund(
+    db: Database, settings: Settings, merchant_id: str, refund_id: str, decision: str
+) -> Refund:
+    """Approve or reject (`decision`) a merchant's refund, as the test helpers and the
+    dashboard do: through the actor owning the refunded payment, run here by an actor host
+    of this command's own for as long as it takes (the service's processes may hold one
+    for the same payment: storage's conditional writes decide between them). The refund
+    as written; `ServiceError` 404 or 409 `refund_already_reviewed` as the API answers."""
+    if await db.read(merchants.merchant_by_id, merchant_id) is None:
+        raise RefundInputError(f"no merchant {merchant_id}")
+    clock = SystemClock()
+    # The running service's dispatcher finds the events on its next poll.
+    desk = RefundDesk(db, clock, lambda refund: None)
+    host = ActorHost()
+    for behaviour in (
+        CheckoutSessionActor(
+            db, clock, settings.secret_key, settings.public_url, lambda session: None, desk
+        ),
+        SubscriptionActor(
+            db, clock, settings.secret_key, settings.public_url, lambda sub: None, desk
+        ),
+    ):
+        host.register(behaviour)
+    outcome: Refund | ServiceError
+    async with trio.open_nursery() as nursery:
+        await nursery.start(host.run)
+        try:
+            outcome = await Refunds(db, host).review(merchant_id, refund_id, decision)
+        except ServiceError as refused:
+            outcome = refused  # raised below, not inside the nursery (which would group it)
+        finally:
+            nursery.cancel_scope.cancel()
+    if isinstance(outcome, ServiceError):
+        raise outcome
+    return outcome
+
+
+class LedgerInputError(Exception):
+    """The operator's input names no merchant to verify; the message says why."""
+
+
+@attrs.frozen
+class LedgerCheck:
+    """One merchant's running totals beside the same recomputed from its ledger and its
+    refunds, and the payments whose reserved amount disagrees with their refunds."""
+
+    merchant_id: str
+    running: Totals
+    recomputed: Totals
+    reservations: tuple[balance_rows.Reservation, ...]
+
+    @property
+    def differences(self) -> list[tuple[str, int, int]]:
+        return balances.differences(self.running, self.recomputed)
+
+    @property
+    def agrees(self) -> bool:
+        return not self.differences and not self.reservations
+
+
+async def verify_ledger(db: Database, merchant_id: str | None = None) -> list[LedgerCheck]:
+    """Every merchant's (or one's) totals recomputed from the ledger and the refunds and
+    compared with the running totals `GET /balance` reads, by merchant id."""
+    if merchant_id is not None and await db.read(merchants.merchant_by_id, merchant_id) is None:
+        raise LedgerInputError(f"no merchant {merchant_id}")
+    recounts = await db.read(balance_rows.recount, merchant_id)
+    off = await db.read(balance_rows.reservations_off, merchant_id)
+    return [
+        LedgerCheck(
+            merchant_id=recount.merchant_id,
+            running=recount.running,
+            recomputed=recount.recomputed,
+            reservations=tuple(r for r in off if r.merchant_id == recount.merchant_id),
+        )
+        for recount in recounts
+    ]

@@ -163,6 +163,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     again.add_argument("--merchant", required=True)
     again.add_argument("--event", required=True, help="event id (evt_...)")
 
+    refund = commands.add_parser("refund", help="review refunds (approve or reject)")
+    refund_commands = refund.add_subparsers(dest="action", required=True)
+    for decision, says in (
+        ("approve", "approve a refund: a negative entry joins the ledger"),
+        ("reject", "reject a refund: its amount is refundable again"),
+    ):
+        review = refund_commands.add_parser(decision, help=says)
+        review.add_argument("--merchant", required=True, help="merchant id (mer_...)")
+        review.add_argument("--refund", required=True, help="refund id (re_test_...)")
+
+    ledger = commands.add_parser("ledger", help="the transaction ledger")
+    ledger_commands = ledger.add_subparsers(dest="action", required=True)
+    verify = ledger_commands.add_parser(
+        "verify",
+        help="recompute the balance's totals from the ledger; exit 1 on any difference",
+    )
+    verify.add_argument("--merchant", help="only this merchant (mer_...)")
+
     customer = commands.add_parser("customer", help="test customers on the hosted page")
     customer_commands = customer.add_subparsers(dest="action", required=True)
     unlock = customer_commands.add_parser("unlock", help="lift a customer code's wrong-PIN lock")
@@ -206,6 +224,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "webhook" and args.action == "deliveries":
         filters = (args.event, args.endpoint, args.status)
         return trio.run(_deliveries, settings, args.merchant, *filters)
+    if args.command == "refund":
+        return trio.run(_review_refund, settings, args.merchant, args.refund, args.action)
+    if args.command == "ledger" and args.action == "verify":
+        return trio.run(_verify_ledger, settings, args.merchant)
     if args.command == "customer" and args.action == "unlock":
         return trio.run(_unlock_customer, settings, args.code, args.merchant)
     return _fail("unknown command")
@@ -362,6 +384,60 @@ async def _unlock_customer(settings: Settings, code: str, merchant_id: str | Non
             return _fail(str(error))
     print(json.dumps({"customer_code": code, "merchant_id": merchant_id, "unlocked": lifted}))
     return 0
+
+
+async def _review_refund(
+    settings: Settings, merchant_id: str, refund_id: str, decision: str
+) -> int:
+    from fgcpay.admin import RefundInputError, review_refund
+    from fgcpay.domain.errors import ServiceError
+    from fgcpay.domain.refunds import to_json
+
+    async with _database(settings) as db:
+        try:
+            refund = await review_refund(db, settings, merchant_id, refund_id, decision)
+        except RefundInputError as error:
+            return _fail(str(error))
+        except ServiceError as error:
+            return _fail(f"{error.code}: {error.message}")
+    print(json.dumps(to_json(refund)))
+    return 0
+
+
+async def _verify_ledger(settings: Settings, merchant_id: str | None) -> int:
+    from fgcpay.admin import LedgerInputError, verify_ledger
+    from fgcpay.domain.balances import FIELDS
+    from fgcpay.domain.money import format_fgc
+
+    def shown(field: str, minor: int) -> str | int:
+        return minor if field == "transaction_count" else format_fgc(minor)
+
+    async with _database(settings) as db:
+        try:
+            checks = await verify_ledger(db, merchant_id)
+        except LedgerInputError as error:
+            return _fail(str(error))
+    for check in checks:
+        differences: list[dict[str, Any]] = [
+            {"total": field, "running": shown(field, running), "ledger": shown(field, ledger)}
+            for field, running, ledger in check.differences
+        ]
+        differences += [
+            {
+                "total": "refund_reserved_fgc",
+                "transaction_id": off.transaction_id,
+                "running": format_fgc(off.reserved_minor),
+                "ledger": format_fgc(off.refunds_minor),
+            }
+            for off in check.reservations
+        ]
+        totals = {
+            shown_as: shown(shown_as, getattr(check.recomputed, name))
+            for name, shown_as in FIELDS.items()
+        }
+        said = {"merchant_id": check.merchant_id, "agrees": check.agrees, **totals}
+        print(json.dumps({**said, "differences": differences}))
+    return 0 if all(check.agrees for check in checks) else 1
 
 
 def _serve(settings: Settings, host: str | None, port: int | None, workers: int) -> int:

@@ -19,6 +19,8 @@ import trio
 from fgcpay import server
 from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessionActor, CheckoutSessions
+from fgcpay.actors.ledger import Ledger
+from fgcpay.actors.refunds import RefundDesk, Refunds
 from fgcpay.actors.subscription import SubscriptionActor, Subscriptions
 from fgcpay.actors.test_clocks import TestClocks
 from fgcpay.clock import Clock, SystemClock
@@ -64,6 +66,8 @@ class Service:
     subscriptions: Subscriptions
     test_clocks: TestClocks
     renewals: RenewalSweeper
+    refunds: Refunds
+    ledger: Ledger
     _touched: dict[str, int] = attrs.field(factory=dict)
 
     def note_key_used(self, key: ApiKey) -> None:
@@ -126,14 +130,17 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 publish_status(status_hub, subscription.id, subscription.status)
                 subscription_written(subscription)
 
+            # A payment's owner (its session's or subscription's actor) decides its refunds;
+            # their events were committed with each change.
+            desk = RefundDesk(db, clock, lambda refund: dispatcher.ring())
             actors.register(
                 CheckoutSessionActor(
-                    db, clock, settings.secret_key, settings.public_url, session_changed
+                    db, clock, settings.secret_key, settings.public_url, session_changed, desk
                 )
             )
             actors.register(
                 SubscriptionActor(
-                    db, clock, settings.secret_key, settings.public_url, subscription_changed
+                    db, clock, settings.secret_key, settings.public_url, subscription_changed, desk
                 )
             )
             await db.write(customers.set_pin_hmacs, seeded_pin_hmacs(settings.secret_key))
@@ -177,6 +184,8 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                     resume_seconds=settings.expiry_poll_seconds,
                 ),
                 renewals=renewals,
+                refunds=Refunds(db=db, host=actors),
+                ledger=Ledger(db=db),
             )
             await nursery.start(follow_status_changes, db, status_hub, nursery)
             await nursery.start(actors.run)

@@ -28,6 +28,7 @@ import argparse
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -61,6 +62,7 @@ TARGET_PER_S = 2000.0
 MEMORY_TARGET = 1.2
 IDLE_SECONDS = 60.0  # the service's default FGCPAY_ACTOR_IDLE_SECONDS
 LEDGER = "id, merchant_id, kind, customer_code, amount_minor, currency, mode, created_at, subscription_id, period"
+BALANCE = "merchant_id, shard, paid_minor, refunded_minor, pending_minor, transaction_count"
 
 
 class Db:
@@ -130,6 +132,17 @@ def burst_rows(
     return due, subs, charges
 
 
+def opening_balances(charges: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The balance's running totals of the charges loaded (as the service keeps them in
+    the transaction that writes each ledger row): one shard row per merchant."""
+    totals: dict[str, list[int]] = {}
+    for charge in charges:
+        paid = totals.setdefault(charge[1], [0, 0])
+        paid[0] += charge[4]
+        paid[1] += 1
+    return [(merchant, 0, paid, 0, 0, count) for merchant, (paid, count) in totals.items()]
+
+
 def rss_all(pids: list[int]) -> list[float]:
     return [rss_mib(pid) for pid in pids]
 
@@ -186,6 +199,7 @@ async def run(
             await trio.to_thread.run_sync(db.load, [
                 ("subscriptions", subscription_rows.COLUMNS, subs),
                 ("transactions", LEDGER, charges),
+                ("balance_shards", BALANCE, opening_balances(charges)),
             ])  # fmt: skip
             loaded = time.monotonic()
             log(f"  loaded in {loaded - took:.1f} s; waiting for the renewals")
@@ -237,7 +251,13 @@ async def run(
         "still due": f"SELECT COUNT(*) FROM subscriptions WHERE next_action_at <= {due}",
     }
     result["checks"] = {name: db.value(sql) for name, sql in checks.items()}
-    want = {"charges past period 1": 0, "still due": 0}
+    # The balance's running totals agree with the ledger (exit status 0).
+    verify = [tool("fgcpay"), "ledger", "verify"]
+    verified = await trio.to_thread.run_sync(
+        lambda: subprocess.run(verify, env=env, cwd=cwd, capture_output=True, check=False)
+    )
+    result["checks"]["ledger verify"] = verified.returncode
+    want = {"charges past period 1": 0, "still due": 0, "ledger verify": 0}
     result["ok"] = all(v == want.get(k, args.count) for k, v in result["checks"].items())
     log(f"  checks {'OK' if result['ok'] else 'FAILED'}: {result['checks']}")
     db.conn.close()

@@ -103,6 +103,18 @@ class SubscriptionNotCancellable(Conflict):
     code = "subscription_not_cancellable"
 
 
+class CheckoutSessionNotPaid(Conflict):
+    """Refunding a checkout session that was never paid (`created` or `expired`)."""
+
+    code = "checkout_session_not_paid"
+
+
+class RefundAlreadyReviewed(Conflict):
+    """Approving or rejecting a refund already `approved` or `rejected`: final once decided."""
+
+    code = "refund_already_reviewed"
+
+
 class TestClockAdvancing(Conflict):
     """A test clock is still running an advance: one at a time."""
 

@@ -87,7 +87,10 @@ def nullable(schema: dict[str, Any], required: bool) -> dict[str, Any]:
     if required:
         return schema
     if "type" in schema:
-        return {**schema, "type": [schema["type"], "null"]}
+        widened = {**schema, "type": [schema["type"], "null"]}
+        if "enum" in schema:  # an enum refuses what it does not list
+            widened["enum"] = [*schema["enum"], None]
+        return widened
     return {"oneOf": [schema, {"type": "null"}]}
 
 

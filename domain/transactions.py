@@ -1,25 +1,31 @@
-"""Test transactions: the ledger that paid totals and balances are computed from, and a
-transaction's wire form (`GET /transactions`, and the charge in subscription events)."""
+"""Test transactions: the ledger that paid totals and balances are computed from, a
+transaction's wire form (`GET /transactions`, and the charge in subscription events) and
+the list's query."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
 import attrs
-from pydantic import Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from typing_extensions import TypedDict
 
 from . import money
 from .checkout import Time
 from .fields import one_of
+from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
 from .times import iso_ms
+
+TRANSACTION_PREFIX = "txn_test_"
 
 PAYMENT = "payment"
 # One charge of a subscription: the approval's (period 0) or a renewal's (period n).
 SUBSCRIPTION_CHARGE = "subscription_charge"
-# An approved refund, a negative entry (issue 12 writes them).
+# An approved refund: a negative entry naming its refund.
 REFUND = "refund"
 TYPES = (PAYMENT, SUBSCRIPTION_CHARGE, REFUND)
+# The entries a refund can be made against (money the merchant received).
+REFUNDABLE = (PAYMENT, SUBSCRIPTION_CHARGE)
 
 # Every ledger row succeeded: money moved. A declined charge moves none and is no ledger
 # row; `subscription.payment_failed` shows it in the same shape, `declined`, with no id.
@@ -43,6 +49,12 @@ class Transaction:
     # (subscription_id, period), so a period can never be charged twice.
     subscription_id: str | None = None
     period: int | None = None
+    # A refund entry's refund (its amount is negative); else None.
+    refund_id: str | None = None
+    # Of a payment or a charge: the part of it held by refunds that were not rejected
+    # (pending review or approved). The refundable rest is `amount_minor` minus this; the
+    # conditional write that raises it is what keeps refunds from ever exceeding the payment.
+    refund_reserved_minor: int = 0
 
 
 def _nullable_id(prefix: str, description: str) -> WithJsonSchema:
@@ -95,7 +107,9 @@ class TransactionWire(TypedDict):
     subscription_id: Annotated[
         str | None, _nullable_id("sub_test_", "The subscription charged; else null.")
     ]
-    refund_id: Annotated[str | None, _nullable_id("re_test_", "The refund; else null.")]
+    refund_id: Annotated[
+        str | None, _nullable_id("re_test_", "A refund entry's refund (approved); else null.")
+    ]
     period: Annotated[
         int | None,
         Field(
@@ -121,8 +135,17 @@ def to_json(txn: Transaction, *, declined: bool = False) -> TransactionWire:
         "currency": txn.currency,
         "checkout_session_id": txn.checkout_session_id,
         "subscription_id": txn.subscription_id,
-        # Refund rows come with issue 12, which adds the column; until then none is a refund's.
-        "refund_id": None,
+        "refund_id": txn.refund_id,
         "period": txn.period,
         "created_at": iso_ms(txn.created_at),
     }
+
+
+class TransactionQuery(BaseModel):
+    """`GET /transactions`: the page and the type filter."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: Annotated[int, Limit()] = DEFAULT_LIMIT
+    type: Annotated[str | None, OneOf(TYPES)] = None
+    starting_after: Annotated[str | None, Cursor(TRANSACTION_PREFIX, "a transaction")] = None

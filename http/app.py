@@ -12,8 +12,10 @@ from . import (
     deliveries,
     errors,
     health,
+    ledger,
     openapi,
     plumbing,
+    refunds,
     subscriptions,
     test_clocks,
     webhooks,
@@ -44,6 +46,8 @@ def create_app(service: Service) -> QuartTrio:
     app.register_blueprint(checkout_sessions.blueprint)
     app.register_blueprint(subscriptions.blueprint)
     app.register_blueprint(test_clocks.blueprint)
+    app.register_blueprint(refunds.blueprint)
+    app.register_blueprint(ledger.blueprint)
     app.register_blueprint(webhooks.blueprint)
     app.register_blueprint(deliveries.blueprint)
     app.register_blueprint(hosted_page.blueprint)

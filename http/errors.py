@@ -36,7 +36,7 @@ _HTTP_ERRORS: dict[int, tuple[str, str]] = {
 }
 
 
-# Every code an ApiError may carry (some belong to resources still to come).
+# Every code an ApiError may carry.
 ERROR_CODES = (
     "validation_error",
     "invalid_json",
@@ -49,6 +49,7 @@ ERROR_CODES = (
     "subscription_not_cancellable",
     "test_clock_advancing",
     "checkout_session_not_paid",
+    "refund_already_reviewed",
     "request_timeout",
     "request_header_fields_too_large",
     "payload_too_large",

@@ -20,7 +20,7 @@ import json
 import secrets
 from collections.abc import Awaitable, Callable
 from functools import wraps
-from typing import Any, ParamSpec
+from typing import Any, ParamSpec, TypeVar
 
 import attrs
 import trio
@@ -43,6 +43,7 @@ from .plumbing import current_service, principal
 from .responses import JSON_TYPE, dump
 
 P = ParamSpec("P")
+R = TypeVar("R")
 HEADER = "Idempotency-Key"
 # Answers that changed nothing final; never stored: 401, 409-in-use, 429 and 5xx.
 _NOT_STORED = {401, 429}
@@ -197,3 +198,25 @@ async def created(
     if claim:
         claim.recorded = True
     return Response(text, status=201, headers=headers)
+
+
+async def created_by(
+    make: Callable[[Callable[[R], Completion | None]], Awaitable[R]], to_body: Callable[[R], Any]
+) -> Response:
+    """The 201 of a create whose answer is decided by its write (a refund's amount, by the
+    actor owning the payment): `make(answer)` creates the resource, storing `answer(it)`
+    (this request's idempotent answer for that resource, None without `Idempotency-Key`)
+    in the same transaction, and returns it; the 201's body is `to_body(it)`, the same
+    bytes as stored."""
+    headers = {"Content-Type": JSON_TYPE}
+    claim = pending()
+
+    def answer(resource: R) -> Completion | None:
+        if claim is None:
+            return None
+        return claim.completion(201, stored_headers(headers), dump(to_body(resource)))
+
+    made = await make(answer)
+    if claim:
+        claim.recorded = True
+    return Response(dump(to_body(made)), status=201, headers=headers)

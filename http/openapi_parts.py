@@ -14,8 +14,9 @@ INFO: dict[str, Any] = {
     "title": "fgcpay Merchant Payments API",
     "version": "0.1.0",
     "summary": (
-        "Hosted one-time checkout sessions and subscriptions (with test clocks), and signed "
-        "webhooks, with their events and delivery log. Test mode only."
+        "Hosted one-time checkout sessions and subscriptions (with test clocks), refunds for "
+        "review, the transaction ledger and the balance, and signed webhooks, with their "
+        "events and delivery log. Test mode only."
     ),
     "description": (
         "All requests and responses are JSON. Authenticate with `Authorization: Bearer "
@@ -110,7 +111,7 @@ ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
     404: (
         "NotFound",
         "404 `not_found` (`subscription_not_found` for a subscription): unknown id, or one "
-        "of another merchant.",
+        "of another merchant (in the path, or the session or transaction a refund names).",
         (),
     ),
     408: ("RequestTimeout", "408 `request_timeout`: the request body did not arrive in time.", ()),
@@ -119,7 +120,9 @@ ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
         "409 `idempotency_key_conflict` (this Idempotency-Key was used with a different body) "
         "or `idempotency_key_in_use` (the first request with it is still in flight); "
         "`subscription_not_cancellable` (cancelling a `cancelled` or `ended` subscription); "
-        "`test_clock_advancing` (advancing a clock whose last advance still runs).",
+        "`test_clock_advancing` (advancing a clock whose last advance still runs); "
+        "`checkout_session_not_paid` (refunding a session that was not paid); "
+        "`refund_already_reviewed` (approving or rejecting a refund already decided).",
         (),
     ),
     413: (

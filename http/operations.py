@@ -37,6 +37,9 @@ class Operation:
     # Refuses in the resource's present state (409, e.g. cancelling an ended subscription),
     # which nothing else it declares implies.
     conflicts: bool = False
+    # Looks up an id its body names (404 when the merchant has none by it, e.g. the
+    # session a refund is for), beside any in its path.
+    finds: bool = False
 
     def error_statuses(self, has_path_parameters: bool) -> list[int]:
         """Every error status this operation can answer, from what it declares."""
@@ -46,7 +49,7 @@ class Operation:
             statuses |= {401, 503}  # a key is checked; the database is asked
         if takes_body or self.query is not None or self.rejects_query:
             statuses.add(400)
-        if has_path_parameters:
+        if has_path_parameters or self.finds:
             statuses.add(404)
         if takes_body:
             statuses |= {408, 415}

@@ -248,7 +248,7 @@ def _move_many(tx: Tx, name: str, calls: Sequence[Call]) -> list[bool]:
     written = [call for call in calls if call[0].id in moved]
     # Unique per (subscription, period): should a period's charge ever be written a
     # second time, this raises and the whole transaction rolls back.
-    transactions.insert_many(tx, [charge for _, _, charge, _ in written if charge is not None])
+    transactions.insert_all(tx, [charge for _, _, charge, _ in written if charge is not None])
     webhooks.record_events(tx, [event for *_, events in written for event in events])
     for before, after, _, _ in written:
         # The hub carries statuses: a renewal, which changes none, notifies nobody (a

@@ -5,12 +5,12 @@ The list is paged newest first like every other list, as Stripe's `GET /test_clo
 (limit and cursor), rather than returned whole.
 
 Deleting a clock deletes what lives on it, as Stripe deletes a test clock's customers and
-subscriptions: its subscriptions and their charges in the ledger go with it (the test it
-ran is gone; the balance no longer counts those charges). Their events stay, as events of
-deleted objects do at Stripe: they were sent, and deliveries still pending go out. Nothing
-is refused: a clock deletes in either status (an advance still running then finds its
-rows gone and its conditional writes fail), and `delete` returns the ids of the
-subscriptions it deleted so that their actors can be told.
+subscriptions: its subscriptions and their charges in the ledger go with it, with the
+refunds of those charges (the test it ran is gone; the balance no longer counts any of
+it). Their events stay, as events of deleted objects do at Stripe: they were sent, and
+deliveries still pending go out. Nothing is refused: a clock deletes in either status (an
+advance still running then finds its rows gone and its conditional writes fail), and
+`delete` returns the ids of the subscriptions it deleted so that their actors can be told.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.test_clocks import ADVANCING, READY, TestClock
 
-from . import idempotency
+from . import idempotency, transactions
 from ._database import Row, Tx
 from .paging import newest_first
 
@@ -141,11 +141,7 @@ def delete(tx: Tx, merchant_id: str, clock_id: str) -> list[str] | None:
     if of_merchant(tx, merchant_id, clock_id) is None:
         return None
     rows = tx.fetch("SELECT id FROM subscriptions WHERE test_clock_id = ? ORDER BY id", clock_id)
-    tx.execute(
-        "DELETE FROM transactions WHERE subscription_id IN"
-        " (SELECT id FROM subscriptions WHERE test_clock_id = ?)",
-        clock_id,
-    )
+    transactions.delete_charges_on_clock(tx, clock_id)
     tx.execute("DELETE FROM subscriptions WHERE test_clock_id = ?", clock_id)
     tx.execute("DELETE FROM test_clocks WHERE id = ? AND merchant_id = ?", clock_id, merchant_id)
     return [row["id"] for row in rows]

@@ -1,21 +1,30 @@
-"""SQL for the test transaction ledger."""
+"""SQL for the test transaction ledger: every ledger write (with the balance's running
+totals in the same transaction), the reads and lists, and the refund reservation on a
+payment that keeps refunds from ever passing what was paid."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fgcpay.domain.transactions import Transaction
+from fgcpay.domain import balances as totals
+from fgcpay.domain.balances import Totals
+from fgcpay.domain.refunds import PENDING_REVIEW
+from fgcpay.domain.transactions import REFUND, Transaction
 
+from . import balances
 from ._bulk import Column, insert_rows
 from ._database import Row, Tx
+from .paging import newest_first
 
-_TYPES: list[Column] = [
+# What an insert writes, with each column's type; a new row holds no refund yet
+# (`refund_reserved_minor` keeps its default).
+_INSERTED: list[Column] = [
     ("id", "text"), ("merchant_id", "text"), ("kind", "text"), ("checkout_session_id", "text"),
     ("customer_code", "text"), ("amount_minor", "bigint"), ("currency", "text"),
     ("mode", "text"), ("created_at", "bigint"), ("subscription_id", "text"),
-    ("period", "bigint"),
+    ("period", "bigint"), ("refund_id", "text"),
 ]  # fmt: skip
-COLUMNS = ", ".join(name for name, _ in _TYPES)
+COLUMNS = ", ".join(name for name, _ in _INSERTED) + ", refund_reserved_minor"
 
 
 def from_row(row: Row) -> Transaction:
@@ -31,24 +40,96 @@ def from_row(row: Row) -> Transaction:
         created_at=row["created_at"],
         subscription_id=row["subscription_id"],
         period=row["period"],
+        refund_id=row["refund_id"],
+        refund_reserved_minor=row["refund_reserved_minor"],
     )
 
 
 def insert(tx: Tx, t: Transaction) -> None:
-    """Insert one ledger row. A second payment of a checkout session, or a second charge
-    of a subscription's period, violates a unique key and raises: never two."""
-    insert_many(tx, [t])
+    """Insert one ledger row (see `insert_all`)."""
+    insert_all(tx, [t])
 
 
-def insert_many(tx: Tx, rows: Sequence[Transaction]) -> None:
-    """`insert` for each of `rows`, in one statement (a batched write's charges)."""
+def insert_all(tx: Tx, rows: Sequence[Transaction]) -> None:
+    """Insert ledger rows and add them to the balance's running totals, in the caller's
+    transaction: every ledger write comes through here, so the totals agree with the
+    ledger at every commit. A second payment of a checkout session, a second charge of a
+    subscription's period or a second entry of a refund violates a unique key and raises:
+    never two. Several rows go in one statement (a batched write's charges)."""
     insert_rows(
         tx,
         "transactions",
-        _TYPES,
+        _INSERTED,
         [(t.id, t.merchant_id, t.kind, t.checkout_session_id, t.customer_code, t.amount_minor,
-          t.currency, t.mode, t.created_at, t.subscription_id, t.period) for t in rows],
+          t.currency, t.mode, t.created_at, t.subscription_id, t.period, t.refund_id)
+         for t in rows],
     )  # fmt: skip
+    balances.record_ledger(tx, rows)
+
+
+def delete_charges_on_clock(tx: Tx, clock_id: str) -> None:
+    """Delete the charges of a test clock's subscriptions with the refunds of those charges
+    and their entries, taking all of it off the balance's totals (a deleted clock takes
+    what lives on it along)."""
+    charges = (
+        "SELECT id FROM transactions WHERE subscription_id IN"
+        " (SELECT id FROM subscriptions WHERE test_clock_id = ?)"
+    )
+    refunds = f"SELECT id FROM refunds WHERE transaction_id IN ({charges})"
+    removed = [
+        from_row(row)
+        for row in tx.fetch(
+            f"SELECT {COLUMNS} FROM transactions WHERE id IN ({charges}) OR refund_id IN"
+            f" ({refunds})",
+            clock_id,
+            clock_id,
+        )
+    ]
+    pending = tx.fetch(
+        "SELECT merchant_id, SUM(amount_minor) AS held FROM refunds"
+        f" WHERE status = '{PENDING_REVIEW}' AND transaction_id IN ({charges})"
+        " GROUP BY merchant_id",
+        clock_id,
+    )
+    changes = {merchant: t.negated() for merchant, t in totals.of_ledger(removed).items()}
+    for row in pending:
+        merchant, held = row["merchant_id"], Totals(pending_minor=-int(row["held"]))
+        changes[merchant] = changes.get(merchant, Totals()) + held
+    balances.add(tx, changes)
+    tx.execute(f"DELETE FROM transactions WHERE refund_id IN ({refunds})", clock_id)
+    tx.execute(f"DELETE FROM refunds WHERE transaction_id IN ({charges})", clock_id)
+    tx.execute(f"DELETE FROM transactions WHERE id IN ({charges})", clock_id)
+
+
+def by_id(tx: Tx, transaction_id: str) -> Transaction | None:
+    row = tx.fetchrow(f"SELECT {COLUMNS} FROM transactions WHERE id = ?", transaction_id)
+    return None if row is None else from_row(row)
+
+
+def of_merchant(tx: Tx, merchant_id: str, transaction_id: str) -> Transaction | None:
+    row = tx.fetchrow(
+        f"SELECT {COLUMNS} FROM transactions WHERE id = ? AND merchant_id = ?",
+        transaction_id,
+        merchant_id,
+    )
+    return None if row is None else from_row(row)
+
+
+def page(
+    tx: Tx,
+    merchant_id: str,
+    kind: str | None,
+    after: tuple[int, str] | None,
+    limit: int,
+) -> list[Transaction]:
+    """Up to `limit` ledger rows, newest first, after the cursor position `after`."""
+    where: list[str] = ["merchant_id = ?"]
+    args: list[object] = [merchant_id]
+    if kind is not None:
+        where.append("kind = ?")
+        args.append(kind)
+    rows = newest_first(tx, f"SELECT {COLUMNS} FROM transactions", where, args, after, limit)
+    return [from_row(row) for row in rows]
 
 
 def for_checkout_session(tx: Tx, session_id: str) -> list[Transaction]:
@@ -63,3 +144,32 @@ def for_subscription(tx: Tx, subscription_id: str) -> list[Transaction]:
         subscription_id,
     )
     return [from_row(row) for row in rows]
+
+
+def reserve_refund(tx: Tx, transaction_id: str, amount_minor: int) -> bool:
+    """Hold `amount_minor` of a payment or charge for a new refund, if its refundable rest
+    still covers it: one conditional write, so refunds racing in any number of processes
+    (each waits for the row another holds, then sees its new value) never together pass
+    what was paid. False, with nothing written, when the rest is too small."""
+    changed = tx.execute(
+        "UPDATE transactions SET refund_reserved_minor = refund_reserved_minor + ?"
+        f" WHERE id = ? AND kind <> '{REFUND}' AND amount_minor - refund_reserved_minor >= ?",
+        amount_minor,
+        transaction_id,
+        amount_minor,
+    )
+    return changed == 1
+
+
+def release_refund(tx: Tx, transaction_id: str, amount_minor: int) -> None:
+    """Give back what a rejected refund held: its amount is refundable again."""
+    changed = tx.execute(
+        "UPDATE transactions SET refund_reserved_minor = refund_reserved_minor - ?"
+        " WHERE id = ? AND refund_reserved_minor >= ?",
+        amount_minor,
+        transaction_id,
+        amount_minor,
+    )
+    if changed != 1:
+        # The reservation was made with the refund in one transaction: a bug, not a race.
+        raise ValueError(f"transaction {transaction_id} holds less than {amount_minor}")

@@ -114,6 +114,41 @@ async def test_the_server_and_the_document_reject_the_same_endpoint_bodies(serve
     assert schema.is_valid(good) and schema.is_valid({**good, "enabled_events": None})
 
 
+SESSION_ID = "cs_test_" + FAKE_ID
+BAD_REFUNDS: list[dict[str, Any]] = [
+    {}, {"checkout_session_id": None}, {"amount_fgc": "1"},
+    {"checkout_session_id": SESSION_ID, "transaction_id": "txn_test_" + FAKE_ID},
+    {"checkout_session_id": "cs_test_short"}, {"transaction_id": SESSION_ID},
+    {"checkout_session_id": SESSION_ID, "amount_fgc": "0"},
+    {"checkout_session_id": SESSION_ID, "amount_fgc": 4},
+    {"checkout_session_id": SESSION_ID, "reason": "changed_mind"},
+    {"checkout_session_id": SESSION_ID, "metadata": "x"},
+    {"checkout_session_id": SESSION_ID, "extra": 1},
+]  # fmt: skip
+GOOD_REFUNDS: list[dict[str, Any]] = [
+    {"checkout_session_id": SESSION_ID},
+    {"checkout_session_id": SESSION_ID, "transaction_id": None, "reason": None},
+    {"transaction_id": "txn_test_" + FAKE_ID, "checkout_session_id": None, "amount_fgc": "4.5"},
+    {"checkout_session_id": SESSION_ID, "reason": "fraudulent", "metadata": {"k": [1]}},
+]  # fmt: skip
+
+
+async def test_the_server_and_the_document_reject_the_same_refund_bodies(server: Server) -> None:
+    """What the document refuses is a 400; what it accepts gets past the rules (to the
+    404 of a session or transaction the merchant does not have)."""
+    merchant = await server.merchant()
+    schema = request_body_validator("post", "/refunds")
+    for body in BAD_REFUNDS:
+        response = await merchant.post("/refunds", json=body)
+        assert response.status_code == 400, (body, response.text)
+        assert not schema.is_valid(body), f"the document accepts {body} which the server rejects"
+    for body in GOOD_REFUNDS:
+        assert schema.is_valid(body), (body, [e.message for e in schema.iter_errors(body)])
+        response = await merchant.post("/refunds", json=body)
+        assert response.status_code == 404, (body, response.text)
+        assert_documented("post", "/refunds", response)
+
+
 BAD_QUERIES = {
     "/checkout/sessions": [
         ("starting_after", ""), ("limit", "0"), ("limit", "101"), ("limit", "abc"),

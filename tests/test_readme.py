@@ -6,8 +6,9 @@ checked against the `# ...` lines the README prints under it.
 The only substitutions are the ones the README asks the reader to make: a placeholder
 such as `fp_test_...`, `mer_...` or `cs_test_...` becomes the latest value with that
 prefix an earlier command printed. What the README asks the reader to do in a browser
-(approve a subscription after the block that created it, pay the session at the end) is
-done as a browser without JavaScript would: the page, then its form.
+(pay the session once the webhook receiver is registered, approve a subscription after
+the block that created it) is done as a browser without JavaScript would: the page, then
+its form.
 
 Ports: the README's commands name 127.0.0.1:8000 and :9000 literally, so a free port
 cannot be used without editing them. Instead the shell runs in its own network
@@ -38,8 +39,9 @@ from helpers import poll_until
 ROOT = Path(__file__).parent.parent
 VENV = Path(sys.executable).parent.parent
 DEADLINE_S = 20.0
-PLACEHOLDER = re.compile(r"\b((?:fp_test|cs_test|sub_test|mer|we|evt|whsec)_)\.\.\.")
-ISSUED = re.compile(r"\b((?:fp_test|cs_test|sub_test|mer|we|evt|whsec)_)[A-Za-z0-9+/=]{8,}")
+_PREFIXES = r"(?:fp_test|cs_test|sub_test|re_test|txn_test|mer|we|evt|whsec)_"
+PLACEHOLDER = re.compile(rf"\b({_PREFIXES})\.\.\.")
+ISSUED = re.compile(rf"\b({_PREFIXES})[A-Za-z0-9+/=]{{8,}}")
 LOCAL_URL = re.compile(r"http://127\.0\.0\.1:(\d+)")
 
 
@@ -285,7 +287,7 @@ def test_the_quick_start_runs_verbatim(shell: Shell) -> None:
     receiver: int | None = None
     created: dict[str, Any] = {}
     subscription: dict[str, Any] = {}
-    approved = False
+    approved = paid = False
     for block in blocks:
         for command in block:
             text = substitute(command.text, issued)
@@ -309,6 +311,20 @@ def test_the_quick_start_runs_verbatim(shell: Shell) -> None:
                 created = json.loads("\n".join(out.strip().splitlines()[:-1]))
             if first_line.endswith("/api/v1/subscriptions \\"):
                 subscription = json.loads("\n".join(out.strip().splitlines()[:-1]))
+        if "we_" in issued and not paid:
+            # The prose after the block that registered the receiver: "Then pay on the
+            # session's checkout_url: the receiver prints checkout.session.paid".
+            assert receiver is not None, "the README starts a webhook receiver"
+            rc, out, err = shell.run(PAY.format(url=created["checkout_url"]), deadline)
+            assert rc == 0 and out.startswith("303 https://shop.example/thanks?order=1042"), (
+                out,
+                err,
+            )
+            delivered = receiver_line(shell, receiver, "checkout.session.paid", deadline)
+            shown = '{"id": "evt_...", "object": "event", "type": "checkout.session.paid", ...}'
+            check_output([f"evt_... {shown}"], delivered, "the receiver's line")
+            assert json.loads(delivered.split(" ", 1)[1])["data"]["object"]["id"] == created["id"]
+            paid = True
         if subscription and not approved:
             # The prose after the block that created it: "open its checkout_url and approve".
             rc, out, err = shell.run(PAY.format(url=subscription["checkout_url"]), deadline)
@@ -319,20 +335,19 @@ def test_the_quick_start_runs_verbatim(shell: Shell) -> None:
     assert created.get("checkout_url", "").startswith("http://127.0.0.1:8000/checkout/cs_test_")
     assert "whsec_" in issued and "we_" in issued, "the webhook endpoint was registered"
     assert receiver is not None, "the README starts a webhook receiver"
+    assert paid, "the README pays the session"
     assert approved, "the README creates a subscription"
     for event_type in ("subscription.activated", "subscription.charged"):
         line = receiver_line(shell, receiver, event_type, deadline)
         assert json.loads(line.split(" ", 1)[1])["data"]["object"]["id"] == subscription["id"]
-    rc, out, err = shell.run(PAY.format(url=created["checkout_url"]), deadline)
-    assert rc == 0 and out.startswith("303 https://shop.example/thanks?order=1042"), (out, err)
-    delivered = receiver_line(shell, receiver, "checkout.session.paid", deadline)
-    check_output(
-        ['evt_... {"id": "evt_...", "object": "event", "type": "checkout.session.paid", ...}'],
-        delivered,
-        "the receiver's line",
-    )
-    event = json.loads(delivered.split(" ", 1)[1])
-    assert event["data"]["object"]["id"] == created["id"]
+    assert "re_test_" in issued, "the README refunds the session"
+    for event_type in ("refund.created", "refund.approved"):
+        line = receiver_line(shell, receiver, event_type, deadline)
+        refunded = json.loads(line.split(" ", 1)[1])["data"]["object"]
+        assert (refunded["id"], refunded["checkout_session_id"]) == (
+            issued["re_test_"],
+            created["id"],
+        )
 
 
 def readme_block_after(heading: str) -> list[Command]:

@@ -125,6 +125,10 @@ def _template(path: str) -> str:
         (r"/events/[^/]+/redeliver", "/events/{event_id}/redeliver"),
         (r"/events/[^/]+", "/events/{event_id}"),
         (r"/webhook_deliveries/[^/]+", "/webhook_deliveries/{delivery_id}"),
+        (r"/test_helpers/refunds/[^/]+/approve", "/test_helpers/refunds/{refund_id}/approve"),
+        (r"/test_helpers/refunds/[^/]+/reject", "/test_helpers/refunds/{refund_id}/reject"),
+        (r"/refunds/[^/]+", "/refunds/{refund_id}"),
+        (r"/transactions/[^/]+", "/transactions/{transaction_id}"),
     ):
         if re.fullmatch(pattern, path):
             return template
@@ -336,5 +340,67 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
         assert (await call("delete", f"/test_clocks/{clock['id']}")).json()["deleted"] is True
     assert (await call("delete", f"/test_clocks/{clock['id']}")).status_code == 404
     assert (await call("get", "/test_clocks")).json()["data"] == []
+
+    # Refunds (create, replay, conflicts, refusals), their review, the ledger, the balance;
+    # as another merchant, whose key's bucket the calls above have not drained.
+    merchant = await server.merchant("Refunder")
+    unpaid = (await call("post", "/checkout/sessions", json=valid_body())).json()
+    paid = await paid_session(server, merchant)
+    keyed = {"Idempotency-Key": "refund-1"}
+    refund_part = {"checkout_session_id": paid["id"], "amount_fgc": "1"}
+    refund_made = await call("post", "/refunds", json=refund_part, headers=keyed)
+    replay = await call("post", "/refunds", json=refund_part, headers=keyed)
+    assert (
+        replay.headers.get("Idempotent-Replayed") == "true" and replay.json() == refund_made.json()
+    )
+    assert (
+        await call("post", "/refunds", json={**refund_part, "amount_fgc": "2"}, headers=keyed)
+    ).status_code == 409
+    refund_rest = await call("post", "/refunds", json={"checkout_session_id": paid["id"]})
+    assert refund_rest.json()["amount_fgc"] == "11.50"
+    refusals: list[tuple[dict[str, Any], int]] = [
+        ({"checkout_session_id": paid["id"]}, 400),
+        ({"checkout_session_id": unpaid["id"]}, 409),
+        ({"checkout_session_id": f"cs_test_{FAKE}"}, 404),
+        ({"transaction_id": f"txn_test_{FAKE}"}, 404),
+        ({"reason": "nope", "x": 1}, 400),
+    ]
+    for refused_body, status in refusals:
+        answer = await call("post", "/refunds", json=refused_body)
+        assert answer.status_code == status, refused_body
+    assert (await call("post", "/refunds", json=refund_part, key="fp_test_x")).status_code == 401
+    refund_id = refund_made.json()["id"]
+    refund_approved = await call("post", f"/test_helpers/refunds/{refund_id}/approve")
+    assert refund_approved.json()["status"] == "approved"
+    assert (await call("post", f"/test_helpers/refunds/{refund_id}/reject")).status_code == 409
+    refund_rejected = await call("post", f"/test_helpers/refunds/{refund_rest.json()['id']}/reject")
+    assert refund_rejected.json()["status"] == "rejected"
+    for decision in ("approve", "reject"):
+        refund_unknown = f"/test_helpers/refunds/re_test_{FAKE}/{decision}"
+        assert (await call("post", refund_unknown)).status_code == 404
+        with_body = f"/test_helpers/refunds/{refund_id}/{decision}"
+        assert (await call("post", with_body, json={"x": 1})).status_code == 400
+    page = (await call("get", "/refunds", params={"limit": "1"})).json()
+    refund_after = {"starting_after": page["next_cursor"], "status": "approved"}
+    assert (await call("get", "/refunds", params=refund_after)).json()["data"]
+    for params in ({"status": "paid"}, {"starting_after": "x"}, {"x": "1"}):
+        assert (await call("get", "/refunds", params=params)).status_code == 400
+    assert (await call("get", f"/refunds/{refund_id}")).json() == refund_approved.json()
+    assert (await call("get", f"/refunds/re_test_{FAKE}")).status_code == 404
+    ledger_page = (await call("get", "/transactions", params={"limit": "1"})).json()
+    refund_after = {"starting_after": ledger_page["next_cursor"], "type": "payment"}
+    assert (await call("get", "/transactions", params=refund_after)).json()["data"]
+    for params in ({"type": "paid"}, {"limit": "0"}, {"status": "x"}):
+        assert (await call("get", "/transactions", params=params)).status_code == 400
+    ledger_entry = ledger_page["data"][0]
+    assert (await call("get", f"/transactions/{ledger_entry['id']}")).json() == ledger_entry
+    assert (await call("get", f"/transactions/txn_test_{FAKE}")).status_code == 404
+    balance_summary = (await call("get", "/balance")).json()
+    assert (balance_summary["refunded_fgc"], balance_summary["refunds_pending_fgc"]) == (
+        "1.00",
+        "0.00",
+    )
+    assert (await call("get", "/balance", params={"x": "1"})).status_code == 400
+    assert (await call("get", "/balance", key="fp_test_x")).status_code == 401
 
     assert checker.unseen_successes() == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from fgcpay.domain import checkout, subscriptions
+from fgcpay.domain import checkout, refunds, subscriptions
 from fgcpay.domain.states import StateMachine, Transition, TransitionRefused, final_statuses
 
 # Each table's rules, written out once more by hand: the table must say exactly this.
@@ -23,6 +23,10 @@ NAMED = {
         "cancel": ({"paused", "active", "past_due"}, "cancelled"),
         "end": ({"paused", "active", "past_due"}, "ended"),
     },
+    "refund": {
+        "approve": ({"pending_review"}, "approved"),
+        "reject": ({"pending_review"}, "rejected"),
+    },
 }
 ALLOWED = {
     "checkout_session": {("created", "paid"), ("created", "expired")},
@@ -39,9 +43,14 @@ ALLOWED = {
         ("active", "ended"),
         ("past_due", "ended"),
     },
+    "refund": {("pending_review", "approved"), ("pending_review", "rejected")},
 }
-FINAL = {"checkout_session": {"paid", "expired"}, "subscription": {"cancelled", "ended"}}
-MACHINES = [checkout.STATES, subscriptions.STATES]
+FINAL = {
+    "checkout_session": {"paid", "expired"},
+    "subscription": {"cancelled", "ended"},
+    "refund": {"approved", "rejected"},
+}
+MACHINES = [checkout.STATES, subscriptions.STATES, refunds.STATES]
 PAIRS = [
     pytest.param(
         machine, from_status, to_status, id=f"{machine.resource}:{from_status}->{to_status}"

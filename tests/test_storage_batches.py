@@ -18,7 +18,15 @@ from fgcpay.admin import create_merchant
 from fgcpay.domain import subscriptions as subs
 from fgcpay.domain.endpoints import WebhookEndpoint
 from fgcpay.domain.subscriptions import Subscription
-from fgcpay.storage import Database, Tx, open_database, subscriptions, transactions, webhooks
+from fgcpay.storage import (
+    Database,
+    Tx,
+    balances,
+    open_database,
+    subscriptions,
+    transactions,
+    webhooks,
+)
 from fgcpay.storage import _database as seam
 from helpers import (
     NOW_US,
@@ -148,6 +156,9 @@ async def test_a_group_of_timer_steps_is_written_in_batches_each_caller_answered
     assert [t.period for t in await db.read(transactions.for_subscription, stale.id)] == [1]
     stored = await db.read(subscriptions.by_id, stale.id)
     assert stored is not None and stored.version == stale.version + 1
+    # The balance's running totals took the batch's charges with the one before it.
+    totals = await db.read(balances.of_merchant, merchant_id)
+    assert (totals.paid_minor, totals.transaction_count) == (4 * stale.amount_minor, 4)
 
 
 async def test_one_failing_call_in_a_batch_fails_alone(

@@ -4,11 +4,12 @@ get deliveries and their attempts from."""
 from __future__ import annotations
 
 import attrs
-from fgcpay.domain import errors, ids
 from fgcpay.domain.webhooks import DELIVERY_PREFIX, Delivery, DeliveryQuery
 from fgcpay.storage import Database
 from fgcpay.storage import webhooks as webhook_rows
-from fgcpay.storage.paging import cursor_position
+from fgcpay.storage.owned import OwnedRows
+
+ROWS = OwnedRows(DELIVERY_PREFIX, "webhook delivery", webhook_rows.delivery_of)
 
 
 @attrs.frozen
@@ -17,30 +18,16 @@ class DeliveryLog:
 
     async def get(self, merchant_id: str, delivery_id: str) -> Delivery:
         """One of the merchant's deliveries; another merchant's id is as unknown as junk."""
-        found = None
-        if ids.looks_like_id(delivery_id, DELIVERY_PREFIX, 24):
-            found = await self.db.read(webhook_rows.delivery_of, merchant_id, delivery_id)
-        if found is None:
-            raise errors.NotFound("No such webhook delivery.")
-        return found
+        return await ROWS.get(self.db, merchant_id, delivery_id)
 
     async def page(self, merchant_id: str, query: DeliveryQuery) -> tuple[list[Delivery], bool]:
         """A page of the merchant's deliveries, newest first, and whether more follow."""
-        after = await cursor_position(
+        return await ROWS.page(
             self.db,
-            webhook_rows.delivery_of,
             merchant_id,
             query.page.starting_after,
-            DELIVERY_PREFIX,
+            query.page.limit,
+            lambda tx, after, n: webhook_rows.deliveries_page(
+                tx, merchant_id, query.endpoint_id, query.event_id, query.page.status, after, n
+            ),
         )
-        limit = query.page.limit
-        rows = await self.db.read(
-            webhook_rows.deliveries_page,
-            merchant_id,
-            query.endpoint_id,
-            query.event_id,
-            query.page.status,
-            after,
-            limit + 1,
-        )
-        return rows[:limit], len(rows) > limit

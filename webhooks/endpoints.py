@@ -12,9 +12,11 @@ from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.webhooks import EndpointRequest, Event
 from fgcpay.storage import Database
 from fgcpay.storage import webhooks as webhook_rows
-from fgcpay.storage.paging import cursor_position
+from fgcpay.storage.owned import OwnedRows
 
 from . import destinations
+
+EVENTS = OwnedRows("evt_", "event", webhook_rows.event_of)
 
 
 @attrs.define
@@ -83,24 +85,21 @@ class WebhookEndpoints:
         return rotated, secret
 
     async def event(self, merchant_id: str, event_id: str) -> Event:
-        found = None
-        if ids.looks_like_id(event_id, "evt_", 24):
-            found = await self.db.read(webhook_rows.event_of, merchant_id, event_id)
-        if found is None:
-            raise errors.NotFound("No such event.")
-        return found
+        return await EVENTS.get(self.db, merchant_id, event_id)
 
     async def events(
         self, merchant_id: str, event_type: str | None, starting_after: str | None, limit: int
     ) -> tuple[list[Event], bool]:
-        after = await cursor_position(
-            self.db, webhook_rows.event_of, merchant_id, starting_after, "evt_"
-        )
         since = self.clock.now_us() - webhooks.EVENT_RETENTION_US
-        rows = await self.db.read(
-            webhook_rows.events_page, merchant_id, event_type, after, since, limit + 1
+        return await EVENTS.page(
+            self.db,
+            merchant_id,
+            starting_after,
+            limit,
+            lambda tx, after, n: webhook_rows.events_page(
+                tx, merchant_id, event_type, after, since, n
+            ),
         )
-        return rows[:limit], len(rows) > limit
 
     async def redeliver(self, merchant_id: str, event_id: str) -> int:
         event = await self.event(merchant_id, event_id)

@@ -1,0 +1,73 @@
+"""`/api/v1/transactions` (the ledger: list, retrieve) and `/api/v1/balance`."""
+
+from __future__ import annotations
+
+from fgcpay.domain import balances, transactions
+from fgcpay.domain.lists import Page, envelope, parse_list_query, reject_query
+from quart import Blueprint, Response, request
+
+from .operations import operation
+from .plumbing import current_service, principal
+from .responses import json_response
+
+blueprint = Blueprint("ledger", __name__, url_prefix="/api/v1")
+TAG = "Ledger"
+
+
+@blueprint.get("/transactions")
+@operation(
+    operation_id="listTransactions",
+    summary="List the ledger's transactions, newest first",
+    description=(
+        "Payments, subscription charges and approved refunds (negative entries); `type` "
+        "filters by one of them."
+    ),
+    tag=TAG,
+    query=transactions.TransactionQuery,
+    status=200,
+    answer="A page of transactions.",
+    schema=Page[transactions.TransactionWire],
+)
+async def list_transactions() -> Response:
+    args = request.args.to_dict(flat=False)
+    query = parse_list_query(transactions.TransactionQuery, args, "type")
+    rows, has_more = await current_service().ledger.page(
+        principal().merchant.id, query.status, query.starting_after, query.limit
+    )
+    data = [transactions.to_json(row) for row in rows]
+    return json_response(envelope(data, has_more, rows[-1].id if rows else None))
+
+
+@blueprint.get("/transactions/<transaction_id>")
+@operation(
+    operation_id="getTransaction",
+    summary="Retrieve a transaction",
+    tag=TAG,
+    status=200,
+    answer="The transaction.",
+    schema=transactions.TransactionWire,
+)
+async def get_transaction(transaction_id: str) -> Response:
+    found = await current_service().ledger.get(principal().merchant.id, transaction_id)
+    return json_response(transactions.to_json(found))
+
+
+@blueprint.get("/balance")
+@operation(
+    operation_id="getBalance",
+    summary="Read your test-mode settlement summary (no parameters)",
+    description=(
+        "Running totals kept with every ledger row and refund, so the summary agrees with "
+        "GET /transactions at every instant, however long the ledger."
+    ),
+    tag=TAG,
+    rejects_query=True,
+    status=200,
+    answer="The balance.",
+    schema=balances.BalanceWire,
+)
+async def get_balance() -> Response:
+    reject_query(request.args)
+    service = current_service()
+    totals = await service.ledger.totals(principal().merchant.id)
+    return json_response(balances.to_json(totals, service.clock.now_us()))

@@ -1,0 +1,129 @@
+"""`/api/v1/refunds`: create, list, retrieve; and, in test mode, the merchant's own review
+of its refunds (`/api/v1/test_helpers/refunds/{id}/approve|reject`)."""
+
+from __future__ import annotations
+
+from fgcpay.domain import refunds
+from fgcpay.domain.lists import Page, envelope, parse_list_query
+from quart import Blueprint, Response, request
+
+from .body import json_object, no_body
+from .idempotency import created_by, idempotent
+from .operations import operation
+from .plumbing import current_service, principal
+from .responses import json_response
+
+blueprint = Blueprint("refunds", __name__, url_prefix="/api/v1")
+TAG = "Refunds"
+
+
+@blueprint.post("/refunds")
+@operation(
+    operation_id="createRefund",
+    summary="Create a refund of a payment or subscription charge, pending review",
+    description=(
+        "Names exactly one of `checkout_session_id` (a paid session) and `transaction_id` "
+        "(a payment or subscription charge). Without `amount_fgc` the whole refundable rest "
+        "(paid minus the refunds not rejected) is refunded; above it is 400. 404 for an "
+        "unknown session or transaction, 409 `checkout_session_not_paid` for a session that "
+        "was not paid. No money moves in test mode."
+    ),
+    tag=TAG,
+    body=refunds.RefundCreate,
+    status=201,
+    answer="Created, status `pending_review`.",
+    schema=refunds.RefundWire,
+    idempotent=True,
+    conflicts=True,
+    finds=True,
+)
+@idempotent
+async def create_refund() -> Response:
+    service = current_service()
+    merchant_id = principal().merchant.id
+    parsed = refunds.parse_create(await json_object())
+    return await created_by(
+        lambda answer: service.refunds.create(merchant_id, parsed, answer), refunds.to_json
+    )
+
+
+@blueprint.get("/refunds")
+@operation(
+    operation_id="listRefunds",
+    summary="List refunds, newest first",
+    tag=TAG,
+    query=refunds.RefundQuery,
+    status=200,
+    answer="A page of refunds.",
+    schema=Page[refunds.RefundWire],
+)
+async def list_refunds() -> Response:
+    query = parse_list_query(refunds.RefundQuery, request.args.to_dict(flat=False))
+    rows, has_more = await current_service().refunds.page(
+        principal().merchant.id, query.status, query.starting_after, query.limit
+    )
+    data = [refunds.to_json(row) for row in rows]
+    return json_response(envelope(data, has_more, rows[-1].id if rows else None))
+
+
+@blueprint.get("/refunds/<refund_id>")
+@operation(
+    operation_id="getRefund",
+    summary="Retrieve a refund",
+    tag=TAG,
+    status=200,
+    answer="The refund.",
+    schema=refunds.RefundWire,
+)
+async def get_refund(refund_id: str) -> Response:
+    found = await current_service().refunds.get(principal().merchant.id, refund_id)
+    return json_response(refunds.to_json(found))
+
+
+async def _review(refund_id: str, decision: str) -> Response:
+    await no_body()
+    reviewed = await current_service().refunds.review(principal().merchant.id, refund_id, decision)
+    return json_response(refunds.to_json(reviewed))
+
+
+@blueprint.post("/test_helpers/refunds/<refund_id>/approve")
+@operation(
+    operation_id="approveRefund",
+    summary="Test mode: approve one of your refunds, as a reviewer would",
+    description=(
+        "For testing refund webhooks end to end: the refund becomes `approved`, a negative "
+        "entry joins the ledger and `refund.approved` is sent. 409 "
+        "`refund_already_reviewed` once approved or rejected."
+    ),
+    tag=TAG,
+    no_body=True,
+    status=200,
+    answer="The refund, `approved`.",
+    schema=refunds.RefundWire,
+    idempotent=True,
+    conflicts=True,
+)
+@idempotent
+async def approve_refund(refund_id: str) -> Response:
+    return await _review(refund_id, "approve")
+
+
+@blueprint.post("/test_helpers/refunds/<refund_id>/reject")
+@operation(
+    operation_id="rejectRefund",
+    summary="Test mode: reject one of your refunds, as a reviewer would",
+    description=(
+        "The refund becomes `rejected`: its amount is refundable again, and "
+        "`refund.rejected` is sent. 409 `refund_already_reviewed` once approved or rejected."
+    ),
+    tag=TAG,
+    no_body=True,
+    status=200,
+    answer="The refund, `rejected`.",
+    schema=refunds.RefundWire,
+    idempotent=True,
+    conflicts=True,
+)
+@idempotent
+async def reject_refund(refund_id: str) -> Response:
+    return await _review(refund_id, "reject")
