@@ -437,7 +437,13 @@ async def _verify_ledger(settings: Settings, merchant_id: str | None) -> int:
         }
         said = {"merchant_id": check.merchant_id, "agrees": check.agrees, **totals}
         print(json.dumps({**said, "differences": differences}))
-    return 0 if all(check.agrees for check in checks) else 1
+    disagreeing = sum(not check.agrees for check in checks)
+    if disagreeing:
+        # Exit 1, not the usage errors' 2: the command ran, and found what it looks for.
+        print(f"fgcpay: the ledger disagrees with the totals of {disagreeing} merchant(s)",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
 
 
 def _serve(settings: Settings, host: str | None, port: int | None, workers: int) -> int:

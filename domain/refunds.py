@@ -27,7 +27,7 @@ from .fields import (
 from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
 from .states import StateMachine, Transition
 from .times import iso_ms
-from .transactions import REFUND, TRANSACTION_PREFIX, Transaction
+from .transactions import REFUND, TRANSACTION_PREFIX, Transaction, nullable_id
 
 PENDING_REVIEW = "pending_review"
 APPROVED = "approved"
@@ -267,16 +267,6 @@ class RefundQuery(BaseModel):
     starting_after: Annotated[str | None, Cursor(REFUND_PREFIX, "a refund")] = None
 
 
-def _nullable(pattern_prefix: str, description: str) -> WithJsonSchema:
-    return WithJsonSchema(
-        {
-            "type": ["string", "null"],
-            "pattern": f"^{pattern_prefix}[0-9A-Za-z]{{24}}$",
-            "description": description,
-        }
-    )
-
-
 class RefundWire(TypedDict):
     """A refund on the wire (API answers, event payloads)."""
 
@@ -295,7 +285,7 @@ class RefundWire(TypedDict):
     currency: Annotated[str, WithJsonSchema({"type": "string", "const": money.CURRENCY})]
     checkout_session_id: Annotated[
         str | None,
-        _nullable(SESSION_PREFIX, "The session whose payment is refunded; null for a charge."),
+        nullable_id(SESSION_PREFIX, "The session whose payment is refunded; null for a charge."),
     ]
     transaction_id: Annotated[
         str,

@@ -57,7 +57,8 @@ class Transaction:
     refund_reserved_minor: int = 0
 
 
-def _nullable_id(prefix: str, description: str) -> WithJsonSchema:
+def nullable_id(prefix: str, description: str) -> WithJsonSchema:
+    """The schema of an identifier with `prefix`, or null (a wire form's optional link)."""
     return WithJsonSchema(
         {
             "type": ["string", "null"],
@@ -72,7 +73,7 @@ class TransactionWire(TypedDict):
 
     id: Annotated[
         str | None,
-        _nullable_id(
+        nullable_id(
             "txn_test_",
             "The ledger row's id; null only for a declined charge attempt "
             "(`subscription.payment_failed`), which is in no ledger.",
@@ -102,13 +103,13 @@ class TransactionWire(TypedDict):
     ]
     currency: Annotated[str, WithJsonSchema({"type": "string", "const": money.CURRENCY})]
     checkout_session_id: Annotated[
-        str | None, _nullable_id("cs_test_", "The session a payment paid; else null.")
+        str | None, nullable_id("cs_test_", "The session a payment paid; else null.")
     ]
     subscription_id: Annotated[
-        str | None, _nullable_id("sub_test_", "The subscription charged; else null.")
+        str | None, nullable_id("sub_test_", "The subscription charged; else null.")
     ]
     refund_id: Annotated[
-        str | None, _nullable_id("re_test_", "A refund entry's refund (approved); else null.")
+        str | None, nullable_id("re_test_", "A refund entry's refund (approved); else null.")
     ]
     period: Annotated[
         int | None,

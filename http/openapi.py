@@ -123,6 +123,8 @@ def _query_parameters(schema: dict[str, Any], components: dict[str, Any]) -> lis
             del field["default"]
         if isinstance(field.get("type"), list):
             field["type"] = next(t for t in field["type"] if t != "null")
+        if "enum" in field:  # a query parameter is absent, never null
+            field["enum"] = [value for value in field["enum"] if value is not None]
         parameter: dict[str, Any] = {"name": name, "in": "query", "required": False}
         if description:
             parameter["description"] = description

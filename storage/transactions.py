@@ -76,6 +76,21 @@ def delete_charges_on_clock(tx: Tx, clock_id: str) -> None:
         " (SELECT id FROM subscriptions WHERE test_clock_id = ?)"
     )
     refunds = f"SELECT id FROM refunds WHERE transaction_id IN ({charges})"
+    if tx.dialect == "postgresql":
+        # Another process may be renewing these subscriptions, refunding their charges or
+        # reviewing those refunds, each in its own transaction. Lock all of it first, in
+        # the order those writes take their rows (subscription, charge, refund), so that
+        # what is read below is what is deleted: a write in flight is waited for and then
+        # seen; one that comes later waits, then finds its row gone and writes nothing.
+        # (SQLite has one writer.)
+        tx.fetch(
+            "SELECT id FROM subscriptions WHERE test_clock_id = ? ORDER BY id FOR UPDATE",
+            clock_id,
+        )
+        tx.fetch(
+            f"SELECT id FROM transactions WHERE id IN ({charges}) ORDER BY id FOR UPDATE", clock_id
+        )
+        tx.fetch(f"SELECT id FROM refunds WHERE id IN ({refunds}) ORDER BY id FOR UPDATE", clock_id)
     removed = [
         from_row(row)
         for row in tx.fetch(

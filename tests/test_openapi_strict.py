@@ -276,3 +276,14 @@ def test_every_schema_is_valid_json_schema_and_every_pattern_compiles() -> None:
     assert len(patterns) >= 10
     for pattern in patterns:
         re.compile(pattern)
+
+
+def test_no_query_parameter_is_documented_as_null() -> None:
+    """A query parameter is absent or a string: null is no value a client can send, so no
+    parameter's type or enum names it (an optional enum of a body may)."""
+    for path, operations in document()["paths"].items():
+        for method, described in operations.items():
+            for param in described.get("parameters", []):
+                schema = param.get("schema", {})
+                assert "null" not in str(schema.get("type")), (method, path, param["name"])
+                assert None not in schema.get("enum", []), (method, path, param["name"])

@@ -162,6 +162,7 @@ async def test_fifty_refunds_racing_beside_payments_never_pass_the_payment_and_v
     await server.db.write(_corrupt, merchant.id)
     corrupted = await fgcpay(url, tmp_path, "ledger", "verify", "--merchant", merchant.id)
     assert corrupted.returncode == 1, corrupted.stderr
+    assert _failure(corrupted) == "fgcpay: the ledger disagrees with the totals of 1 merchant(s)"
     (line,) = _lines(corrupted)
     assert line["agrees"] is False
     refunded = money.parse_fgc(summary["refunded_fgc"])
