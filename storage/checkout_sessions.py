@@ -84,13 +84,10 @@ def page(
     limit: int,
 ) -> list[CheckoutSession]:
     """Up to `limit` sessions, newest first, after the cursor position `after`."""
-    where, args = ["merchant_id = ?"], [merchant_id]
-    if status is not None:
-        where.append("status = ?")
-        args.append(status)
     rows = newest_first(
-        tx, f"SELECT {COLUMNS} FROM checkout_sessions", where, list(args), after, limit
-    )
+        tx, f"SELECT {COLUMNS} FROM checkout_sessions", merchant_id, {"status = ?": status},
+        after, limit,
+    )  # fmt: skip
     return [from_row(row) for row in rows]
 
 

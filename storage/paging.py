@@ -3,7 +3,7 @@ as its position, and the page of rows after that position."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from fgcpay.domain import ids, lists
@@ -43,20 +43,28 @@ async def cursor_position(
 def newest_first(
     tx: Tx,
     select: str,
-    where: list[str],
-    args: list[object],
+    merchant_id: str,
+    conditions: Mapping[str, object | None],
     after: tuple[int, str] | None,
     limit: int,
 ) -> Sequence[Row]:
-    """`select` rows matching `where`, ordered `created_at` desc then `id` desc, strictly
-    after the cursor position `after` = (created_at, id) of the previous page's last row.
+    """`select` rows of the merchant, each condition of `conditions` (`"status = ?"`: the
+    value) holding, except those whose value is None (a filter not asked for), ordered
+    `created_at` desc then `id` desc, strictly after the cursor position `after` =
+    (created_at, id) of the previous page's last row.
 
     A row-value comparison, so both databases range-scan the (created_at, id) index, and
     rows created meanwhile (newer) never shift a later page.
     """
+    where: list[str] = ["merchant_id = ?"]
+    args: list[object] = [merchant_id]
+    for condition, value in conditions.items():
+        if value is not None:
+            where.append(condition)
+            args.append(value)
     if after is not None:
-        where = [*where, "(created_at, id) < (?, ?)"]
-        args = [*args, after[0], after[1]]
+        where.append("(created_at, id) < (?, ?)")
+        args += [after[0], after[1]]
     return tx.fetch(
         f"{select} WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT ?",
         *args,

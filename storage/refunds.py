@@ -112,12 +112,9 @@ def page(
     limit: int,
 ) -> list[Refund]:
     """Up to `limit` refunds, newest first, after the cursor position `after`."""
-    where: list[str] = ["merchant_id = ?"]
-    args: list[object] = [merchant_id]
-    if status is not None:
-        where.append("status = ?")
-        args.append(status)
-    rows = newest_first(tx, f"SELECT {COLUMNS} FROM refunds", where, args, after, limit)
+    rows = newest_first(
+        tx, f"SELECT {COLUMNS} FROM refunds", merchant_id, {"status = ?": status}, after, limit
+    )
     return [from_row(row) for row in rows]
 
 

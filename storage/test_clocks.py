@@ -73,12 +73,9 @@ def page(
 ) -> list[TestClock]:
     """Up to `limit` of the merchant's clocks (those in `status` when given), newest
     first, after the cursor `after`."""
-    where: list[str] = ["merchant_id = ?"]
-    args: list[object] = [merchant_id]
-    if status is not None:
-        where.append("status = ?")
-        args.append(status)
-    rows = newest_first(tx, f"SELECT {COLUMNS} FROM test_clocks", where, args, after, limit)
+    rows = newest_first(
+        tx, f"SELECT {COLUMNS} FROM test_clocks", merchant_id, {"status = ?": status}, after, limit
+    )
     return [from_row(row) for row in rows]
 
 

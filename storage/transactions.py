@@ -138,12 +138,9 @@ def page(
     limit: int,
 ) -> list[Transaction]:
     """Up to `limit` ledger rows, newest first, after the cursor position `after`."""
-    where: list[str] = ["merchant_id = ?"]
-    args: list[object] = [merchant_id]
-    if kind is not None:
-        where.append("kind = ?")
-        args.append(kind)
-    rows = newest_first(tx, f"SELECT {COLUMNS} FROM transactions", where, args, after, limit)
+    rows = newest_first(
+        tx, f"SELECT {COLUMNS} FROM transactions", merchant_id, {"kind = ?": kind}, after, limit
+    )
     return [from_row(row) for row in rows]
 
 

@@ -207,12 +207,10 @@ def events_page(
     since_us: int,
     limit: int,
 ) -> list[Event]:
-    where: list[str] = ["merchant_id = ?", "created_at >= ?"]
-    args: list[object] = [merchant_id, since_us]
-    if event_type is not None:
-        where.append("type = ?")
-        args.append(event_type)
-    rows = newest_first(tx, f"SELECT {_EVENT_COLUMNS} FROM events", where, args, after, limit)
+    conditions = {"created_at >= ?": since_us, "type = ?": event_type}
+    rows = newest_first(
+        tx, f"SELECT {_EVENT_COLUMNS} FROM events", merchant_id, conditions, after, limit
+    )
     return [_event(row) for row in rows]
 
 
@@ -483,11 +481,6 @@ def deliveries_page(
     limit: int,
 ) -> list[Delivery]:
     """The merchant's deliveries, newest first, matching every filter given."""
-    where: list[str] = ["merchant_id = ?"]
-    args: list[object] = [merchant_id]
-    for column, value in (("endpoint_id", endpoint_id), ("event_id", event_id), ("status", status)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            args.append(value)
-    rows = newest_first(tx, _DELIVERY_SELECT, where, args, after, limit)
+    conditions = {"endpoint_id = ?": endpoint_id, "event_id = ?": event_id, "status = ?": status}
+    rows = newest_first(tx, _DELIVERY_SELECT, merchant_id, conditions, after, limit)
     return _with_attempts(tx, rows)
