@@ -23,9 +23,14 @@ MAX_EMAIL_FAILURES = 5
 MAX_ADDRESS_FAILURES = 20
 
 
+# Session ids carry a prefix, as API keys and webhook secrets do, so a log line that
+# happens to hold one (a client's debug log of a Set-Cookie header) is masked by its shape.
+SESSION_ID_PREFIX = "fgcdash_"
+
+
 def new_session_id() -> str:
     """A session id for the cookie: 256 random bits."""
-    return secrets.token_urlsafe(32)
+    return SESSION_ID_PREFIX + secrets.token_urlsafe(32)
 
 
 def session_hash(session_id: str) -> str:

@@ -4,6 +4,12 @@ guards every route has (signed out, CSRF, another merchant's key)."""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
 import attrs
 import httpx
 import trio
@@ -317,3 +323,46 @@ async def test_a_session_ends_after_12_idle_hours(
     assert answer.status_code == 303 and answer.headers["location"] == SIGN_IN
     await dashboard.aclose()
     await server.shutdown()
+
+
+async def _fgcpay(settings: Settings, cwd: Path, *args: str, stdin: bytes = b"") -> dict[str, Any]:
+    env = {
+        **os.environ,
+        "FGCPAY_DATABASE_URL": settings.database_url,
+        "FGCPAY_SECRET_KEY": settings.secret_key,
+    }
+    done = await trio.run_process(
+        [sys.executable, "-m", "fgcpay.cli", *args],
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+async def test_the_operator_gives_a_password_and_resets_it(
+    server: Server, settings: Settings, tmp_path: Path
+) -> None:
+    email = new_email()
+    created = await _fgcpay(
+        settings, tmp_path, "merchant", "create", "--name", "Ops Shop", "--email", email,
+        "--password", PASSWORD,
+    )  # fmt: skip
+    dashboard = open_dashboard(server)
+    assert (await sign_in(dashboard, email)).status_code == 303
+    new_password = "another long password 8"
+    reset = await _fgcpay(
+        settings, tmp_path, "merchant", "set-password", "--merchant", created["merchant_id"],
+        stdin=new_password.encode() + b"\n",
+    )  # fmt: skip
+    assert reset == {"merchant_id": created["merchant_id"], "email": email, "password_set": True}
+    answer = await dashboard.get("/dashboard")
+    assert answer.status_code == 303, "a reset ends the merchant's sessions"
+    assert (await sign_in(dashboard, email)).status_code == 400
+    assert (await sign_in(dashboard, email, new_password)).status_code == 303
+    await dashboard.aclose()
