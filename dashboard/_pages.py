@@ -92,7 +92,6 @@ async def render(template: str, status: int = 200, **context: Any) -> Response:
         csrf_token=token,
         current=current,
         nav=NAV,
-        active=request.endpoint,
         signup_open=service.settings.dashboard_signup,
         when=when,
     )
