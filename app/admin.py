@@ -19,7 +19,14 @@ from fgcpay.domain.balances import Totals
 from fgcpay.domain.errors import ServiceError, ValidationFailed
 from fgcpay.domain.fields import EmailError, email_address
 from fgcpay.domain.lists import MAX_LIMIT
-from fgcpay.domain.merchants import ApiKey, Merchant, hash_password, new_api_key, normalize_email
+from fgcpay.domain.merchants import (
+    ApiKey,
+    Merchant,
+    hash_password,
+    new_api_key,
+    normalize_email,
+    password_problem,
+)
 from fgcpay.domain.refunds import Refund
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.webhooks import Delivery, parse_delivery_query
@@ -61,20 +68,41 @@ async def create_merchant(
         email = normalize_email(email_address(email.strip()))
     except EmailError as error:
         raise MerchantInputError(f"invalid email: {error}") from None
-    if password is not None and len(password) < 10:
-        raise MerchantInputError("the password must be at least 10 characters")
+    if password is not None and (problem := password_problem(password)):
+        raise MerchantInputError(_operator_words(problem))
     now = time.time_ns() // 1000 if now_us is None else now_us
     merchant = Merchant(
         id=ids.merchant_id(),
         name=name,
         email=email,
         created_at=now,
-        password_hash=hash_password(password) if password else None,
+        password_hash=await trio.to_thread.run_sync(hash_password, password) if password else None,
     )
     key = new_api_key(merchant.id, now)
     if not await db.write(merchants.insert_merchant, merchant, key.record):
         raise MerchantInputError(f"a merchant with the email {email} already exists")
     return CreatedMerchant(merchant=merchant, api_key=key.raw)
+
+
+def _operator_words(problem: str) -> str:
+    # The dashboard's sentence ("The password must ...") as one line of the command.
+    return problem[0].lower() + problem[1:].rstrip(".")
+
+
+async def set_password(db: Database, merchant_id: str, password: str) -> Merchant:
+    """Set (or reset) a merchant's dashboard password; its signed-in sessions end.
+
+    Raises MerchantInputError for an unknown merchant or a password the dashboard refuses.
+    """
+    if problem := password_problem(password):
+        raise MerchantInputError(_operator_words(problem))
+    merchant = await db.read(merchants.merchant_by_id, merchant_id)
+    if merchant is None:
+        raise MerchantInputError(f"no merchant {merchant_id}")
+    password_hash = await trio.to_thread.run_sync(hash_password, password)
+    if not await db.write(merchants.set_password_hash, merchant_id, password_hash, True):
+        raise MerchantInputError(f"no merchant {merchant_id}")
+    return merchant
 
 
 @attrs.frozen

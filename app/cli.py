@@ -128,6 +128,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     create.add_argument("--email", required=True)
     create.add_argument("--password", help="dashboard password (optional)")
     merchant_commands.add_parser("list", help="list merchants, one JSON object per line")
+    set_password = merchant_commands.add_parser(
+        "set-password", help="set or reset a merchant's dashboard password (its sessions end)"
+    )
+    set_password.add_argument("--merchant", required=True, help="merchant id (mer_...)")
+    set_password.add_argument(
+        "--password", help="the new password (default: read one line from standard input)"
+    )
 
     key = commands.add_parser("key", help="manage a merchant's API keys")
     key_commands = key.add_subparsers(dest="action", required=True)
@@ -205,6 +212,12 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.command == "merchant" and args.action == "list":
         return trio.run(_list_merchants, settings)
+    if args.command == "merchant" and args.action == "set-password":
+        password = args.password
+        if password is None:
+            # From standard input, so the password is in no process list or shell history.
+            password = sys.stdin.readline().rstrip("\r\n")
+        return trio.run(_set_password, settings, args.merchant, password)
     if args.command == "key" and args.action == "create":
         return trio.run(_create_key, settings, args.merchant, args.name)
     if args.command == "key" and args.action == "list":
@@ -249,6 +262,18 @@ async def _create_merchant(settings: Settings, name: str, email: str, password: 
         except MerchantInputError as error:
             return _fail(str(error))
     print(json.dumps({"merchant_id": created.merchant.id, "api_key": created.api_key}))
+    return 0
+
+
+async def _set_password(settings: Settings, merchant_id: str, password: str) -> int:
+    from fgcpay.admin import MerchantInputError, set_password
+
+    async with _database(settings) as db:
+        try:
+            merchant = await set_password(db, merchant_id, password)
+        except MerchantInputError as error:
+            return _fail(str(error))
+    print(json.dumps({"merchant_id": merchant.id, "email": merchant.email, "password_set": True}))
     return 0
 
 

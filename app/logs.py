@@ -1,7 +1,8 @@
 """Structured logs: one JSON object per line on stderr.
 
-Nothing secret is ever passed to a logger (no Authorization header, key, webhook secret
-or PIN); as a second line of defence, anything shaped like one is masked on the way out.
+Nothing secret is ever passed to a logger (no Authorization header, key, webhook secret,
+dashboard session id, password or PIN); as a second line of defence, anything shaped like
+one (a key, a webhook secret, a session id: each has its prefix) is masked on the way out.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-_SECRET_SHAPES = re.compile(r"(fp_(?:test|live)_|whsec_)[A-Za-z0-9+/=_-]+")
+_SECRET_SHAPES = re.compile(r"(fp_(?:test|live)_|whsec_|fgcdash_)[A-Za-z0-9+/=_-]+")
 
 logger = logging.getLogger("fgcpay")
 

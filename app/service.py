@@ -24,8 +24,10 @@ from fgcpay.actors.refunds import RefundDesk, Refunds
 from fgcpay.actors.subscription import SubscriptionActor, Subscriptions
 from fgcpay.actors.test_clocks import TestClocks
 from fgcpay.clock import Clock, SystemClock
+from fgcpay.dashboard.accounts import Accounts
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.customers import TEST_CUSTOMERS, pin_hmac
+from fgcpay.domain.dashboard import SESSION_IDLE_US
 from fgcpay.domain.merchants import ApiKey
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.subscriptions import Subscription
@@ -36,7 +38,15 @@ from fgcpay.live_status import StatusHub, follow_status_changes, publish_status
 from fgcpay.logs import log_event
 from fgcpay.server import ServerConfig
 from fgcpay.settings import Settings, default_public_url
-from fgcpay.storage import Database, customers, idempotency, merchants, open_database
+from fgcpay.storage import (
+    Database,
+    customers,
+    dashboard_sessions,
+    idempotency,
+    merchants,
+    open_database,
+    sign_in_attempts,
+)
 from fgcpay.timers.expiry import ExpirySweeper
 from fgcpay.timers.renewals import RenewalSweeper
 from fgcpay.webhooks.dispatcher import WebhookDispatcher
@@ -68,6 +78,7 @@ class Service:
     renewals: RenewalSweeper
     refunds: Refunds
     ledger: Ledger
+    accounts: Accounts
     _touched: dict[str, int] = attrs.field(factory=dict)
 
     def note_key_used(self, key: ApiKey) -> None:
@@ -186,6 +197,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 renewals=renewals,
                 refunds=Refunds(db=db, host=actors),
                 ledger=Ledger(db=db),
+                accounts=Accounts(db, clock, settings.secret_key),
             )
             await nursery.start(follow_status_changes, db, status_hub, nursery)
             await nursery.start(actors.run)
@@ -207,17 +219,23 @@ def seeded_pin_hmacs(secret_key: str) -> list[tuple[str, str]]:
 
 
 HOUSEKEEPING_SECONDS = 600.0
-PURGE_BATCH = 1000  # idempotency records one purge statement deletes at most
+PURGE_BATCH = 1000  # rows one purge statement deletes at most
 
 
 async def run_housekeeping(
     db: Database, clock: Clock, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
-    """Drop idempotency records past their 24 hours, every few minutes."""
+    """Drop idempotency records past their 24 hours, dashboard sessions idle for 12 hours
+    and sign-in counters that hold nothing any more, every few minutes."""
     task_status.started()
     while True:
         try:
             while await db.write(idempotency.purge_expired, clock.now_us(), PURGE_BATCH) > 0:
+                pass
+            idle_since = clock.now_us() - SESSION_IDLE_US
+            while await db.write(dashboard_sessions.purge_idle, idle_since, PURGE_BATCH) > 0:
+                pass
+            while await db.write(sign_in_attempts.purge_stale, clock.now_us(), PURGE_BATCH) > 0:
                 pass
         except Exception as error:
             log_event("housekeeping failed", logging.WARNING, error_type=type(error).__name__)

@@ -44,6 +44,8 @@ class Settings:
     db_pool_size: int = 10
     db_timeout_seconds: float = 5.0
     log_level: str = "INFO"
+    # Whether anyone may create an account at /dashboard/sign-up (FGCPAY_DASHBOARD_SIGNUP=0: no).
+    dashboard_signup: bool = True
 
     @property
     def production(self) -> bool:
@@ -116,9 +118,11 @@ def _float(env: Mapping[str, str], name: str, default: float, low: float) -> flo
     return value
 
 
-def _bool(env: Mapping[str, str], name: str) -> bool:
+def _bool(env: Mapping[str, str], name: str, default: bool = False) -> bool:
     raw = env.get(PREFIX + name, "").strip().lower()
-    if raw in ("", "0", "false", "no", "off"):
+    if raw == "":
+        return default
+    if raw in ("0", "false", "no", "off"):
         return False
     if raw in ("1", "true", "yes", "on"):
         return True
@@ -207,6 +211,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         db_pool_size=_int(env, "DB_POOL_SIZE", 10, 3, 1000),
         db_timeout_seconds=_float(env, "DB_TIMEOUT_SECONDS", 5.0, 0.1),
         log_level=_log_level(env),
+        dashboard_signup=_bool(env, "DASHBOARD_SIGNUP", default=True),
     )
 
 

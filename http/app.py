@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fgcpay import dashboard
 from fgcpay.hosted_page import routes as hosted_page
 from quart_trio import QuartTrio
 
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 
 
 def create_app(service: Service) -> QuartTrio:
-    """An app serving `service`: the merchant API, health checks and the hosted pages."""
+    """An app serving `service`: the merchant API, health checks, the hosted pages and
+    the merchant dashboard."""
     app = QuartTrio(__name__)
     app.config.update(
         MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
@@ -51,5 +53,6 @@ def create_app(service: Service) -> QuartTrio:
     app.register_blueprint(webhooks.blueprint)
     app.register_blueprint(deliveries.blueprint)
     app.register_blueprint(hosted_page.blueprint)
+    app.register_blueprint(dashboard.blueprint)
     openapi.install(app)
     return app

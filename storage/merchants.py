@@ -123,3 +123,24 @@ def revoke_api_key(tx: Tx, merchant_id: str, key_id: str, now_us: int) -> bool:
         merchant_id,
     )
     return changed > 0
+
+
+def set_password_hash(tx: Tx, merchant_id: str, password_hash: str, end_sessions: bool) -> bool:
+    """Replace the merchant's dashboard password, and with `end_sessions` (a reset) end
+    every dashboard session of the merchant; False for an unknown merchant."""
+    changed = tx.execute(
+        "UPDATE merchants SET password_hash = ? WHERE id = ?", password_hash, merchant_id
+    )
+    if changed and end_sessions:
+        tx.execute("DELETE FROM dashboard_sessions WHERE merchant_id = ?", merchant_id)
+    return changed > 0
+
+
+def api_key_of(tx: Tx, merchant_id: str, key_id: str) -> ApiKey | None:
+    """The merchant's key `key_id`; None for an unknown id or another merchant's key."""
+    row = tx.fetchrow(
+        f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE id = ? AND merchant_id = ?",
+        key_id,
+        merchant_id,
+    )
+    return None if row is None else _api_key(row)

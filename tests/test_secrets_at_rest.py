@@ -16,7 +16,8 @@ from fgcpay.domain.ids import API_KEY_PREFIX
 from fgcpay.logs import JsonFormatter
 from fgcpay.settings import Settings
 from fgcpay.storage._sqlite import sqlite_path
-from helpers import TEST_SECRET, MerchantClient, Server, start_server
+from helpers import PASSWORD as DASHBOARD_PASSWORD
+from helpers import TEST_SECRET, MerchantClient, Server, sign_in, signed_up, start_server
 from hosted import paid_session
 from receiver import start_receiver
 
@@ -88,7 +89,9 @@ async def _secret_flows(server: Server, nursery: trio.Nursery) -> tuple[Merchant
     assert redeliver.status_code == 202, redeliver.text
     await receiver.wait_for(2)
     await server.running.service.dispatcher.wait_for_attempts(2)
+    dashboard_secrets = await _dashboard_flows(server)
     raw = [
+        *dashboard_secrets,
         merchant.key,
         merchant.key[len(API_KEY_PREFIX) :],
         with_password.api_key,
@@ -100,9 +103,25 @@ async def _secret_flows(server: Server, nursery: trio.Nursery) -> tuple[Merchant
     return merchant, raw
 
 
+async def _dashboard_flows(server: Server) -> list[str]:
+    """Sign up, sign in again (a new session), create a key and sign in with a wrong
+    password: the password, both session ids and the raw key."""
+    dashboard, email = await signed_up(server, name="Dash Shop")
+    first_session = dashboard.session_id
+    key = await dashboard.create_key("shop server")
+    assert (await sign_in(dashboard, email, "wrong password 99")).status_code == 400
+    assert (await sign_in(dashboard, email)).status_code == 303
+    second_session = dashboard.session_id
+    assert first_session and second_session
+    await dashboard.aclose()
+    return [DASHBOARD_PASSWORD, "wrong password 99", first_session, second_session, key]
+
+
 def _assert_clean(haystack: bytes, secrets: list[str], where: str) -> None:
     for secret in secrets:
-        assert secret.encode() not in haystack, f"a secret ({secret[:8]}...) is in clear in {where}"
+        at = haystack.find(secret.encode())
+        before = haystack[max(0, at - 300) : at].decode(errors="replace")
+        assert at < 0, f"a secret ({secret[:8]}...) is in clear in {where}, after: {before}"
     assert not PIN_IN_CONTEXT.search(haystack), f"the PIN is in clear in {where}"
 
 

@@ -18,6 +18,15 @@ from ._browser import (
     screenshot,
     shop_site,
 )
+from ._dashboard import (
+    PASSWORD,
+    Dashboard,
+    new_email,
+    open_dashboard,
+    raw_key,
+    sign_in,
+    signed_up,
+)
 from ._databases import (
     PG_EMPTY,
     PG_TEMPLATE,
@@ -77,6 +86,13 @@ from ._subscriptions import (
 from ._waiting import poll_until, wait_ready, wait_ready_blocking, wait_until
 
 __all__ = [
+    "PASSWORD",
+    "Dashboard",
+    "new_email",
+    "open_dashboard",
+    "raw_key",
+    "sign_in",
+    "signed_up",
     "every_page",
     "ARTIFACTS",
     "BACKENDS",

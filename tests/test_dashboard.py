@@ -1,0 +1,368 @@
+"""The merchant dashboard over HTTP, as a browser without JavaScript uses it, on both
+backends: accounts and sessions, the API keys page, the home page's balance, and the
+guards every route has (signed out, CSRF, another merchant's key)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import trio
+import trio.testing
+from fgcpay.admin import create_merchant
+from fgcpay.clock import TrioClock
+from fgcpay.settings import Settings
+from helpers import (
+    CLIENT_TLS,
+    PASSWORD,
+    MerchantClient,
+    Server,
+    new_email,
+    open_dashboard,
+    sign_in,
+    signed_up,
+    start_server,
+    wait_until,
+)
+from hosted import paid_session
+
+SIGN_IN = "/dashboard/sign-in"
+
+
+def _api(server: Server, key: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        base_url=server.url + "/api/v1",
+        headers={"Authorization": f"Bearer {key}"},
+        verify=CLIENT_TLS,
+    )
+
+
+async def _key_ids(server: Server, merchant_id: str) -> dict[str, str | None]:
+    from fgcpay.storage import merchants
+
+    keys = await server.db.read(merchants.api_keys_of, merchant_id)
+    return {key.id: (None if key.revoked_at is None else "revoked") for key in keys}
+
+
+async def _merchant_id(server: Server, email: str) -> str:
+    from fgcpay.storage import merchants
+
+    found = await server.db.read(merchants.merchant_by_email, email)
+    assert found is not None
+    return found.id
+
+
+async def test_signing_up_signs_in_with_a_strict_cookie_and_home_shows_the_name(
+    server: Server,
+) -> None:
+    dashboard, _ = await signed_up(server, name="Rosa's Bakery")
+    home = await dashboard.get("/dashboard")
+    assert home.status_code == 200
+    assert "Rosa&#39;s Bakery" in home.text and "0.00 FGC" in home.text
+    assert "default-src 'none'" in home.headers["content-security-policy"]
+    assert home.headers["cache-control"] == "no-store"
+    await dashboard.aclose()
+
+
+async def test_the_session_cookie_is_http_only_lax_and_secure_behind_https(
+    nursery: trio.Nursery, settings: Settings
+) -> None:
+    for public_url, secure in (("http://127.0.0.1:0", False), ("https://pay.example", True)):
+        server = await start_server(nursery, attrs.evolve(settings, public_url=public_url))
+        dashboard = open_dashboard(server)
+        page = await dashboard.get("/dashboard/sign-up")
+        (nonce,) = page.headers.get_list("set-cookie")
+        assert ("; secure" in nonce.lower()) is secure, nonce
+        # The test's client speaks plain HTTP: it sends a Secure cookie only when told to.
+        value = nonce.split(";")[0].split("=", 1)[1]
+        dashboard.client.cookies.set("fgc_dashboard_csrf", value, path="/dashboard")
+        answer = await dashboard.submit(
+            "/dashboard/sign-up", {"name": "Shop", "email": new_email(), "password": PASSWORD}
+        )
+        assert answer.status_code == 303, answer.text
+        (cookie,) = [c for c in answer.headers.get_list("set-cookie") if "session" in c]
+        parts = [part.strip().lower() for part in cookie.split(";")]
+        assert "httponly" in parts and "samesite=lax" in parts and "path=/dashboard" in parts
+        assert ("secure" in parts) is secure, cookie
+        await dashboard.aclose()
+        await server.shutdown()
+
+
+async def test_home_shows_the_balance_of_get_balance(server: Server) -> None:
+    email = new_email()
+    created = await create_merchant(server.db, "Acme Coffee", email, password=PASSWORD)
+    merchant = MerchantClient(created, server.client)
+    await paid_session(server, merchant)
+    balance = (await merchant.get("/balance")).json()
+    dashboard = open_dashboard(server)
+    signed = await sign_in(dashboard, email)
+    assert signed.status_code == 303 and signed.headers["location"] == "/dashboard"
+    home = await dashboard.get("/dashboard")
+    assert f"{balance['paid_total_fgc']} FGC" in home.text and balance["paid_total_fgc"] != "0.00"
+    assert f'data-testid="transaction_count">{balance["transaction_count"]}<' in home.text
+    await dashboard.aclose()
+
+
+async def test_a_key_is_shown_once_works_and_once_revoked_is_401(server: Server) -> None:
+    dashboard, email = await signed_up(server)
+    merchant_id = await _merchant_id(server, email)
+    refused = await dashboard.submit("/dashboard/api-keys", {"name": " "})
+    assert refused.status_code == 400 and "Give the key a name" in refused.text
+    assert await _key_ids(server, merchant_id) == {}
+    key = await dashboard.create_key("shop server")
+    listed = await dashboard.get("/dashboard/api-keys")
+    assert key not in listed.text, "the raw key is shown once only"
+    assert "shop server" in listed.text and f"{key[:12]}...{key[-4:]}" in listed.text
+    assert "Never" in listed.text
+    async with _api(server, key) as api:
+        assert (await api.get("/balance")).status_code == 200
+
+        async def used() -> bool:
+            return "Never" not in (await dashboard.get("/dashboard/api-keys")).text
+
+        await wait_until(used, within=10, what="the key's last use on the page")
+        (key_id,) = await _key_ids(server, merchant_id)
+        confirm = await dashboard.get(f"/dashboard/api-keys/{key_id}/revoke")
+        assert confirm.status_code == 200 and "Revoke the key shop server?" in confirm.text
+        assert (await api.get("/balance")).status_code == 200, "asking changes nothing"
+        revoked = await dashboard.submit(f"/dashboard/api-keys/{key_id}/revoke", {})
+        assert revoked.status_code == 303
+        notice = await dashboard.get(revoked.headers["location"])
+        assert "The key shop server is revoked" in notice.text
+        answer = await api.get("/balance")
+        assert answer.status_code == 401 and "revoked" in answer.json()["message"]
+    await dashboard.aclose()
+
+
+def _routes(key_id: str) -> list[tuple[str, str]]:
+    """Every route of the dashboard that needs a session: (method, path)."""
+    return [
+        ("GET", "/dashboard"),
+        ("GET", "/dashboard/api-keys"),
+        ("POST", "/dashboard/api-keys"),
+        ("GET", f"/dashboard/api-keys/{key_id}/revoke"),
+        ("POST", f"/dashboard/api-keys/{key_id}/revoke"),
+        ("POST", "/dashboard/sign-out"),
+    ]
+
+
+async def test_signed_out_every_route_goes_to_sign_in_and_changes_nothing(
+    server: Server,
+) -> None:
+    owner, email = await signed_up(server)
+    await owner.create_key("kept")
+    merchant_id = await _merchant_id(server, email)
+    (key_id,) = keys_before = await _key_ids(server, merchant_id)
+    stranger = open_dashboard(server)
+    token_page = await stranger.get(SIGN_IN)
+    token = token_page.text.split('name="csrf_token" value="')[1].split('"')[0]
+    for method, path in _routes(key_id):
+        answer = await stranger.client.request(
+            method, path, data={"csrf_token": token, "name": "x"} if method == "POST" else None
+        )
+        assert answer.status_code == 303, (method, path)
+        assert answer.headers["location"].startswith(SIGN_IN), (method, path)
+    assert await _key_ids(server, merchant_id) == keys_before
+    # A planted session id is no session either.
+    stranger.client.cookies.set("fgc_dashboard_session", "planted", path="/dashboard")
+    assert (await stranger.get("/dashboard")).status_code == 303
+    # The sign-in page sends the browser back where it was going, inside the dashboard only.
+    back = await stranger.get(f"/dashboard/api-keys/{key_id}/revoke")
+    assert back.headers["location"] == f"{SIGN_IN}?next=%2Fdashboard%2Fapi-keys%2F{key_id}%2Frevoke"
+    signed = await stranger.submit(
+        f"{SIGN_IN}", {"email": email, "password": PASSWORD, "next": "//evil.example/"}
+    )
+    assert signed.headers["location"] == "/dashboard"
+    await owner.aclose()
+    await stranger.aclose()
+
+
+async def test_no_form_works_without_its_csrf_token(server: Server) -> None:
+    dashboard, email = await signed_up(server)
+    await dashboard.create_key("kept")
+    merchant_id = await _merchant_id(server, email)
+    (key_id,) = keys_before = await _key_ids(server, merchant_id)
+    forms = [
+        ("/dashboard/api-keys", {"name": "new"}),
+        (f"/dashboard/api-keys/{key_id}/revoke", {}),
+        ("/dashboard/sign-out", {}),
+    ]
+    for path, data in forms:
+        for token in (None, "0" * 64):
+            sent = data if token is None else {**data, "csrf_token": token}
+            answer = await dashboard.client.post(path, data=sent)
+            assert answer.status_code == 400, (path, token)
+            assert "nothing was changed" in answer.text
+    assert await _key_ids(server, merchant_id) == keys_before
+    assert (await dashboard.get("/dashboard")).status_code == 200, "still signed in"
+    # Signed out, the sign-in and sign-up forms need theirs too.
+    other = open_dashboard(server)
+    for path in (SIGN_IN, "/dashboard/sign-up"):
+        data = {"name": "Shop", "email": new_email(), "password": PASSWORD}
+        assert (await other.client.post(path, data=data)).status_code == 400
+    assert other.session_id is None
+    # A token from one browser does not work in another.
+    page = await dashboard.get("/dashboard/api-keys")
+    token = page.text.split('name="csrf_token" value="')[1].split('"')[0]
+    thief = open_dashboard(server)
+    thief.client.cookies.set("fgc_dashboard_session", dashboard.session_id or "", path="/dashboard")
+    stolen = await thief.client.post("/dashboard/api-keys", data={"name": "x", "csrf_token": token})
+    assert stolen.status_code == 400
+    assert await _key_ids(server, merchant_id) == keys_before
+    for browser in (dashboard, other, thief):
+        await browser.aclose()
+
+
+async def test_another_merchants_key_is_404(server: Server) -> None:
+    owner, owner_email = await signed_up(server)
+    key = await owner.create_key("owner's")
+    (key_id,) = await _key_ids(server, await _merchant_id(server, owner_email))
+    other, _ = await signed_up(server, name="Other Shop")
+    for path in (f"/dashboard/api-keys/{key_id}/revoke", "/dashboard/api-keys/key_nope/revoke"):
+        assert (await other.get(path)).status_code == 404
+        assert (await other.submit(path, {}, page="/dashboard/api-keys")).status_code == 404
+    assert key_id not in (await other.get("/dashboard/api-keys")).text
+    async with _api(server, key) as api:
+        assert (await api.get("/balance")).status_code == 200, "the owner's key still works"
+    await owner.aclose()
+    await other.aclose()
+
+
+async def test_sign_up_refuses_a_short_password_and_a_taken_email(server: Server) -> None:
+    first, email = await signed_up(server)
+    browser = open_dashboard(server)
+    short = await browser.submit(
+        "/dashboard/sign-up", {"name": "Shop", "email": new_email(), "password": "123456789"}
+    )
+    assert short.status_code == 400 and "at least 10 characters" in short.text
+    taken = await browser.submit(
+        "/dashboard/sign-up", {"name": "Shop", "email": email.upper(), "password": PASSWORD}
+    )
+    assert taken.status_code == 400 and "An account with this email exists" in taken.text
+    assert browser.session_id is None
+    await first.aclose()
+    await browser.aclose()
+
+
+async def test_sign_up_is_closed_when_the_operator_says_so(
+    nursery: trio.Nursery, settings: Settings
+) -> None:
+    server = await start_server(nursery, attrs.evolve(settings, dashboard_signup=False))
+    browser = open_dashboard(server)
+    assert (await browser.get("/dashboard/sign-up")).status_code == 404
+    assert (await browser.client.post("/dashboard/sign-up", data={})).status_code == 404
+    assert "Create an account" not in (await browser.get(SIGN_IN)).text
+    await browser.aclose()
+    await server.shutdown()
+
+
+async def test_signing_in_again_rotates_the_session_and_signing_out_ends_it(
+    server: Server,
+) -> None:
+    dashboard, email = await signed_up(server)
+    first = dashboard.session_id
+    assert (await sign_in(dashboard, email)).status_code == 303
+    second = dashboard.session_id
+    assert first and second and first != second
+    old = open_dashboard(server)
+    old.client.cookies.set("fgc_dashboard_session", first, path="/dashboard")
+    assert (await old.get("/dashboard")).status_code == 303, "the session before is over"
+    out = await dashboard.submit("/dashboard/sign-out", {}, page="/dashboard")
+    assert out.status_code == 303 and out.headers["location"] == SIGN_IN
+    again = open_dashboard(server)
+    again.client.cookies.set("fgc_dashboard_session", second, path="/dashboard")
+    assert (await again.get("/dashboard")).status_code == 303, "signed out on the server"
+    for browser in (dashboard, old, again):
+        await browser.aclose()
+
+
+async def test_five_wrong_passwords_lock_the_email_and_twenty_the_address(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(nursery, settings, clock=TrioClock())
+    owner, email = await signed_up(server, keep_alive=False)
+    browser = open_dashboard(server, keep_alive=False)
+    for attempt in range(1, 6):
+        answer = await sign_in(browser, email, "wrong password " + str(attempt))
+        if attempt < 5:
+            assert answer.status_code == 400 and "not right" in answer.text
+    assert answer.status_code == 429 and "locked" in answer.text and "15 minutes" in answer.text
+    right = await sign_in(browser, email)
+    assert right.status_code == 429 and "locked" in right.text, "no password is compared"
+    clock.jump(15 * 60)
+    assert (await sign_in(browser, email)).status_code == 303, "the lock ends"
+    # From one address, twenty failures in a window, whatever the emails, lock every
+    # sign-in from it (the window of the five above has ended with the lock).
+    for _ in range(19):
+        assert (await sign_in(browser, new_email(), "nope nope nope")).status_code == 400
+    answer = await sign_in(browser, new_email(), "nope nope nope")
+    assert answer.status_code == 429 and "locked" in answer.text
+    answer = await sign_in(browser, email)
+    assert answer.status_code == 429 and "locked" in answer.text
+    await owner.aclose()
+    await browser.aclose()
+    await server.shutdown()
+
+
+async def test_a_session_ends_after_12_idle_hours(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(nursery, settings, clock=TrioClock())
+    dashboard, _ = await signed_up(server, keep_alive=False)
+    clock.jump(11 * 3600)
+    assert (await dashboard.get("/dashboard")).status_code == 200, "used: idle again from now"
+    clock.jump(11 * 3600)
+    assert (await dashboard.get("/dashboard")).status_code == 200
+    clock.jump(12 * 3600)
+    answer = await dashboard.get("/dashboard")
+    assert answer.status_code == 303 and answer.headers["location"] == SIGN_IN
+    await dashboard.aclose()
+    await server.shutdown()
+
+
+async def _fgcpay(settings: Settings, cwd: Path, *args: str, stdin: bytes = b"") -> dict[str, Any]:
+    env = {
+        **os.environ,
+        "FGCPAY_DATABASE_URL": settings.database_url,
+        "FGCPAY_SECRET_KEY": settings.secret_key,
+    }
+    done = await trio.run_process(
+        [sys.executable, "-m", "fgcpay.cli", *args],
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+async def test_the_operator_gives_a_password_and_resets_it(
+    server: Server, settings: Settings, tmp_path: Path
+) -> None:
+    email = new_email()
+    created = await _fgcpay(
+        settings, tmp_path, "merchant", "create", "--name", "Ops Shop", "--email", email,
+        "--password", PASSWORD,
+    )  # fmt: skip
+    dashboard = open_dashboard(server)
+    assert (await sign_in(dashboard, email)).status_code == 303
+    new_password = "another long password 8"
+    reset = await _fgcpay(
+        settings, tmp_path, "merchant", "set-password", "--merchant", created["merchant_id"],
+        stdin=new_password.encode() + b"\n",
+    )  # fmt: skip
+    assert reset == {"merchant_id": created["merchant_id"], "email": email, "password_set": True}
+    answer = await dashboard.get("/dashboard")
+    assert answer.status_code == 303, "a reset ends the merchant's sessions"
+    assert (await sign_in(dashboard, email)).status_code == 400
+    assert (await sign_in(dashboard, email, new_password)).status_code == 303
+    await dashboard.aclose()
