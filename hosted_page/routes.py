@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import trio
 from fgcpay.actors.authorization import ALREADY_FINAL
 from fgcpay.actors.checkout_session import PAID, ConfirmResult
 from fgcpay.actors.subscription import APPROVED, ApproveResult
@@ -280,11 +281,17 @@ async def status_socket(session_id: str) -> Response | None:
         return _not_found_json()
     await websocket.accept()
     try:
-        await _send_changes(service, session)
-    except (DatabaseUnavailable, errors.Unavailable):
-        await websocket.close(TRY_AGAIN_LATER, "unavailable, try again later")
+        try:
+            await _send_changes(service, session)
+        except (DatabaseUnavailable, errors.Unavailable):
+            await websocket.close(TRY_AGAIN_LATER, "unavailable, try again later")
+            return None
+        await websocket.close(1000, "final")
+    except trio.BusyResourceError:
+        # The client closed the connection while a frame of ours was on its way: hypercorn
+        # shuts the socket down (its `send_eof`) outside the lock its frames are sent
+        # under, and our frame's send meets it. The client has gone; nothing to answer.
         return None
-    await websocket.close(1000, "final")
     return None
 
 
