@@ -176,7 +176,12 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 status_hub=status_hub,
                 dispatcher=dispatcher,
                 webhook_endpoints=WebhookEndpoints(
-                    db, clock, box, settings.webhook_allow_private, dispatcher.ring
+                    db,
+                    clock,
+                    box,
+                    settings.webhook_allow_private,
+                    dispatcher.ring,
+                    dispatcher.send_once,
                 ),
                 subscriptions=Subscriptions(
                     db=db,

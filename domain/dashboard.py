@@ -14,6 +14,8 @@ MINUTE_US = 60 * 1_000_000
 SESSION_IDLE_US = 12 * 60 * MINUTE_US
 # `last_seen_at` is written at most this often: a write per page view buys nothing.
 SESSION_TOUCH_US = MINUTE_US
+# How long after signing in a session may see secrets (a webhook endpoint's).
+SESSION_FRESH_US = 5 * MINUTE_US
 
 # Failed sign-ins: per email (guessing one merchant's password) and per client address
 # (trying many emails from one place), each in a 15-minute window, then locked 15 minutes.
@@ -49,6 +51,10 @@ class DashboardSession:
     def idle_at(self, now_us: int) -> bool:
         """Whether the session has ended for want of use by `now_us`."""
         return now_us - self.last_seen_at >= SESSION_IDLE_US
+
+    def fresh_at(self, now_us: int) -> bool:
+        """Whether the sign-in was recent enough, at `now_us`, to show a secret."""
+        return now_us - self.created_at <= SESSION_FRESH_US
 
     def needs_touch(self, now_us: int) -> bool:
         return now_us - self.last_seen_at >= SESSION_TOUCH_US

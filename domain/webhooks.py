@@ -190,6 +190,18 @@ def event_body(
     }
 
 
+# A test event (the dashboard's "Send a test event"): signed and sent like any event,
+# once, to one endpoint, and neither stored nor retried, so it is in no list of events or
+# deliveries and no receiver can mistake it for one of the types above.
+TEST_EVENT_TYPE = "webhook_endpoint.test"
+
+
+def test_event_body(event_id: str, now_us: int, endpoint: Mapping[str, Any]) -> str:
+    """The body of a test event about `endpoint` (its wire form, without the secret)."""
+    body = event_body(event_id, TEST_EVENT_TYPE, now_us, 0, endpoint)
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+
+
 @attrs.frozen
 class Event:
     id: str
@@ -241,6 +253,22 @@ def _event_types(value: Any) -> tuple[str, ...]:
     if unknown:
         raise fail("Unknown event types: " + ", ".join(unknown[:5]) + ".")
     return tuple(sorted(set(value)))
+
+
+class WebhookEndpointEvents(BaseModel):
+    """The event selection alone, checked as the create's (the dashboard's edit)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled_events: Annotated[
+        tuple[str, ...], Custom(_event_types, {"type": "array"}, required=True)
+    ]
+
+
+def parse_enabled_events(chosen: list[str]) -> tuple[str, ...]:
+    """The event types of an endpoint as the create checks them (`["*"]`: all); a
+    `ValidationFailed` on `enabled_events` otherwise (none chosen, an unknown type)."""
+    return validate(WebhookEndpointEvents, {"enabled_events": chosen}).enabled_events
 
 
 class WebhookEndpointCreate(BaseModel):

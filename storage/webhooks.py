@@ -130,6 +130,23 @@ def rotate_secret(
     return endpoint_of(tx, merchant_id, endpoint_id)
 
 
+def set_enabled_events(
+    tx: Tx, merchant_id: str, endpoint_id: str, enabled_events: tuple[str, ...]
+) -> WebhookEndpoint | None:
+    """The event types the endpoint receives from now on (events already queued keep
+    their deliveries); None when the merchant has no such endpoint."""
+    changed = tx.execute(
+        "UPDATE webhook_endpoints SET enabled_events = ?"
+        " WHERE id = ? AND merchant_id = ? AND deleted_at IS NULL",
+        encode_events(enabled_events),
+        endpoint_id,
+        merchant_id,
+    )
+    if not changed:
+        return None
+    return endpoint_of(tx, merchant_id, endpoint_id)
+
+
 # -- events and the outbox ------------------------------------------------------------------
 
 

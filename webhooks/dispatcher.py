@@ -26,7 +26,7 @@ from email.utils import parsedate_to_datetime
 import httpx
 import trio
 from fgcpay.clock import Clock
-from fgcpay.domain import webhooks
+from fgcpay.domain import errors, webhooks
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.times import iso_ms
 from fgcpay.logs import log_event
@@ -82,6 +82,8 @@ class WebhookDispatcher:
         self._wake = trio.Event()
         self.attempts = 0  # attempts recorded by this process
         self._attempted = trio.Event()
+        # The running client, for `send_once` (None while the dispatcher is not running).
+        self._client: httpx.AsyncClient | None = None
 
     async def wait_for_attempts(self, count: int) -> None:
         """Return once this process has recorded `count` attempts (tests, benchmarks)."""
@@ -104,6 +106,7 @@ class WebhookDispatcher:
             trust_env=False,
             limits=limits,
         )
+        self._client = client
         try:
             async with trio.open_nursery() as nursery:
                 jobs_in, jobs_out = trio.open_memory_channel[DeliveryJob](0)
@@ -122,6 +125,7 @@ class WebhookDispatcher:
                             logging.WARNING,
                             error=type(error).__name__,
                         )
+                    self._client = None
                     await client.aclose()
 
     async def _claim_loop(self, jobs_in: trio.MemorySendChannel[DeliveryJob]) -> None:
@@ -207,12 +211,31 @@ class WebhookDispatcher:
             return [self.box.open(job.previous_secret_sealed), current]
         return [current]
 
-    async def _attempt(self, job: DeliveryJob, client: httpx.AsyncClient) -> None:
+    async def send_once(
+        self, url: str, event_id: str, body: str, signing_secrets: list[str]
+    ) -> webhooks.DeliveryAttempt:
+        """Sign and post `body` to `url` once, as an attempt of a delivery is sent (the
+        same client, SSRF guard and deadline), recording nothing: a test event.
+
+        Raises `errors.Unavailable` while the dispatcher is not running."""
+        if self._client is None:
+            raise errors.Unavailable("Webhook sending is not running.", retry_after_seconds=5)
+        attempt, _ = await self._post(self._client, url, event_id, body, signing_secrets)
+        return attempt
+
+    async def _post(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        event_id: str,
+        text: str,
+        signing_secrets: list[str],
+    ) -> tuple[webhooks.DeliveryAttempt, int | None]:
+        """One signed POST under the attempt's deadline: what came of it, and the
+        answer's `Retry-After` (as a time) if it had one."""
         now = self.clock.now_us()
-        body = job.body.encode("utf-8")
-        headers = webhooks.signed_headers(
-            job.event_id, body, now // 1_000_000, self._signing_secrets(job, now)
-        )
+        body = text.encode("utf-8")
+        headers = webhooks.signed_headers(event_id, body, now // 1_000_000, signing_secrets)
         status: int | None = None
         error: str | None = None
         answer: str | None = None
@@ -223,7 +246,7 @@ class WebhookDispatcher:
         # read, so a receiver sending a byte a second would otherwise never time out.
         with trio.move_on_after(webhooks.ATTEMPT_TIMEOUT_SECONDS) as deadline:
             try:
-                request = client.stream("POST", job.url, content=body, headers=headers)
+                request = client.stream("POST", url, content=body, headers=headers)
                 async with request as response:
                     status = response.status_code
                     answer = await _first_bytes(response, webhooks.RESPONSE_KEEP_BYTES)
@@ -240,7 +263,21 @@ class WebhookDispatcher:
         if deadline.cancelled_caught:
             status, answer, retry_after, error = None, None, None, timeout
         latency_ms = int((time.perf_counter() - started) * 1000)
-        finished = self.clock.now_us()
+        attempt = webhooks.DeliveryAttempt(
+            at=self.clock.now_us(),
+            status_code=status,
+            latency_ms=latency_ms,
+            error=error,
+            response_body=answer,
+        )
+        return attempt, retry_after
+
+    async def _attempt(self, job: DeliveryJob, client: httpx.AsyncClient) -> None:
+        secrets_now = self._signing_secrets(job, self.clock.now_us())
+        sent, retry_after = await self._post(client, job.url, job.event_id, job.body, secrets_now)
+        status, error, answer = sent.status_code, sent.error, sent.response_body
+        latency_ms = sent.latency_ms
+        finished = sent.at
         if status is not None and 200 <= status < 300:
             outcome, next_at = "succeeded", None
         else:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import attrs
 from fgcpay.clock import Clock
 from fgcpay.domain import errors, ids, webhooks
-from fgcpay.domain.endpoints import WebhookEndpoint
+from fgcpay.domain.endpoints import WebhookEndpoint, to_json
 from fgcpay.domain.secret_box import SecretBox
-from fgcpay.domain.webhooks import EndpointRequest, Event
+from fgcpay.domain.webhooks import DeliveryAttempt, EndpointRequest, Event
 from fgcpay.storage import Database
 from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.storage.owned import OwnedRows
@@ -17,6 +17,9 @@ from fgcpay.storage.owned import OwnedRows
 from . import destinations
 
 EVENTS = OwnedRows("evt_", "event", webhook_rows.event_of)
+# Posts one signed body (url, event id, body, signing secrets) and says what came of it:
+# the dispatcher's `send_once`.
+Sender = Callable[[str, str, str, list[str]], Awaitable[DeliveryAttempt]]
 
 
 @attrs.define
@@ -26,6 +29,7 @@ class WebhookEndpoints:
     box: SecretBox
     allow_private: bool
     ring: Callable[[], None] = lambda: None
+    send: Sender | None = None
 
     async def create(
         self, merchant_id: str, request: EndpointRequest
@@ -83,6 +87,40 @@ class WebhookEndpoints:
         if rotated is None:
             raise errors.NotFound("No such webhook endpoint.")
         return rotated, secret
+
+    async def set_events(
+        self, merchant_id: str, endpoint_id: str, enabled_events: list[str]
+    ) -> WebhookEndpoint:
+        """The event types the endpoint receives from now on, checked as the create's."""
+        chosen = webhooks.parse_enabled_events(enabled_events)
+        changed = await self.db.write(
+            webhook_rows.set_enabled_events, merchant_id, endpoint_id[:64], chosen
+        )
+        if changed is None:
+            raise errors.NotFound("No such webhook endpoint.")
+        return changed
+
+    def signing_secrets(self, endpoint: WebhookEndpoint) -> list[str]:
+        """The secrets a delivery is signed with now: [old, new] during a rotation."""
+        current = self.box.open(endpoint.secret_sealed)
+        expires = endpoint.previous_secret_expires_at
+        if (
+            endpoint.previous_secret_sealed
+            and expires is not None
+            and expires > self.clock.now_us()
+        ):
+            return [self.box.open(endpoint.previous_secret_sealed), current]
+        return [current]
+
+    async def send_test(self, merchant_id: str, endpoint_id: str) -> DeliveryAttempt:
+        """Send a test event about the endpoint to it, once, signed as every delivery is
+        (stored nowhere, never retried), and what came of it."""
+        endpoint = await self.get(merchant_id, endpoint_id)
+        if self.send is None:
+            raise errors.Unavailable("Webhook sending is not running here.")
+        event_id = "evt_" + ids.random_base62(24)
+        body = webhooks.test_event_body(event_id, self.clock.now_us(), to_json(endpoint))
+        return await self.send(endpoint.url, event_id, body, self.signing_secrets(endpoint))
 
     async def event(self, merchant_id: str, event_id: str) -> Event:
         return await EVENTS.get(self.db, merchant_id, event_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Mapping
 
 import attrs
 import httpx
@@ -26,7 +27,7 @@ class Dashboard:
         return await self.client.get(path)
 
     async def submit(
-        self, path: str, data: dict[str, str], page: str | None = None
+        self, path: str, data: Mapping[str, str | list[str]], page: str | None = None
     ) -> httpx.Response:
         """Open `page` (default: `path`), then post its form to `path` with its token."""
         opened = await self.client.get(page or path)
