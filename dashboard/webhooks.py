@@ -197,7 +197,9 @@ async def delete_webhook(endpoint_id: str) -> Response:
     return see_other("/dashboard/webhooks?deleted=1")
 
 
-async def _delivery(endpoint_id: str, delivery_id: str) -> tuple[WebhookEndpoint, Any] | None:
+async def _delivery(
+    endpoint_id: str, delivery_id: str
+) -> tuple[WebhookEndpoint, webhooks.Delivery] | None:
     endpoint = await _endpoint(endpoint_id)
     if endpoint is None:
         return None
