@@ -1,10 +1,20 @@
-"""The merchant dashboard (`/dashboard`): accounts, the Merchant API keys and the balance.
+"""The merchant dashboard (`/dashboard`): accounts, the Merchant API keys, the balance and
+its chart, and the payments (checkout sessions, subscriptions, refunds, transactions,
+events).
 
 Each page module adds its routes to the one blueprint of `_pages`; importing them here
 registers them.
 """
 
-from . import api_keys, home, sign_in
+from . import api_keys, home, ledger, payments, refunds, sign_in
 from ._pages import blueprint
 
-__all__ = ["api_keys", "blueprint", "home", "sign_in"]
+__all__ = [
+    "api_keys",
+    "blueprint",
+    "home",
+    "ledger",
+    "payments",
+    "refunds",
+    "sign_in",
+]
