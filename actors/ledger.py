@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import attrs
-from fgcpay.domain import transactions
+from fgcpay.domain import transactions, volume
 from fgcpay.domain.balances import Totals
 from fgcpay.domain.transactions import Transaction
+from fgcpay.domain.volume import DayVolume
 from fgcpay.storage import Database
 from fgcpay.storage import balances as balance_rows
 from fgcpay.storage import transactions as transaction_rows
@@ -39,3 +40,10 @@ class Ledger:
     async def totals(self, merchant_id: str) -> Totals:
         """The merchant's running totals: a few rows, however long its ledger."""
         return await self.db.read(balance_rows.of_merchant, merchant_id)
+
+    async def daily_volume(self, merchant_id: str, now_us: int) -> list[DayVolume]:
+        """The merchant's paid volume and refunds per UTC day of the chart's window (30
+        days up to today), oldest first: one bounded read of the ledger's index."""
+        since, until = volume.window(now_us)
+        sums = await self.db.read(transaction_rows.daily_volume, merchant_id, since, until)
+        return volume.every_day(now_us, sums)

@@ -1,11 +1,21 @@
-"""The merchant dashboard (`/dashboard`): accounts, the Merchant API keys, the
-balance and the webhooks.
+"""The merchant dashboard (`/dashboard`): accounts, the Merchant API keys, the balance and
+its chart, the payments (checkout sessions, subscriptions, refunds, transactions,
+events) and the webhooks.
 
 Each page module adds its routes to the one blueprint of `_pages`; importing them here
 registers them.
 """
 
-from . import api_keys, home, sign_in, webhooks
+from . import api_keys, home, ledger, payments, refunds, sign_in, webhooks
 from ._pages import blueprint
 
-__all__ = ["api_keys", "blueprint", "home", "sign_in", "webhooks"]
+__all__ = [
+    "api_keys",
+    "blueprint",
+    "home",
+    "ledger",
+    "payments",
+    "refunds",
+    "sign_in",
+    "webhooks",
+]

@@ -37,6 +37,7 @@ COOKIE_PATH = "/dashboard"
 
 # The layout's navigation, in order: (endpoint, label). Later pages join here.
 NAV = [("dashboard.home", "Home"), ("dashboard.api_keys", "API keys")]
+NAV += [("dashboard.checkout_sessions", "Payments")]  # its pages' tabs: _listing.TABS
 NAV += [("dashboard.webhooks_page", "Webhooks")]
 
 View = Callable[..., Awaitable[Response]]

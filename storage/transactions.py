@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from fgcpay.domain import balances as totals
 from fgcpay.domain.balances import Totals
+from fgcpay.domain.periods import DAY_US
 from fgcpay.domain.refunds import PENDING_REVIEW
 from fgcpay.domain.transactions import REFUND, Transaction
 
@@ -185,3 +186,25 @@ def release_refund(tx: Tx, transaction_id: str, amount_minor: int) -> None:
     if changed != 1:
         # The reservation was made with the refund in one transaction: a bug, not a race.
         raise ValueError(f"transaction {transaction_id} holds less than {amount_minor}")
+
+
+_DAY = f"created_at / {DAY_US}"  # integer division on both backends: the UTC day
+DAILY_VOLUME_SQL = (
+    f"SELECT {_DAY} AS day,"
+    f" SUM(CASE WHEN kind = '{REFUND}' THEN 0 ELSE amount_minor END) AS paid,"
+    f" SUM(CASE WHEN kind = '{REFUND}' THEN -amount_minor ELSE 0 END) AS refunded"
+    " FROM transactions WHERE merchant_id = ? AND created_at >= ? AND created_at < ?"
+    f" GROUP BY {_DAY} ORDER BY day"
+)
+
+
+def daily_volume(
+    tx: Tx, merchant_id: str, since_us: int, until_us: int
+) -> list[tuple[int, int, int]]:
+    """The merchant's ledger from `since_us` (inclusive) to `until_us` (exclusive), summed
+    per UTC day: (day number since the epoch, paid minor units, refunded minor units, a
+    positive amount). A range scan of the `transactions_list` index (merchant_id,
+    created_at, id), bounded by both times, so it reads one merchant's rows of those days
+    and no others, however long its ledger."""
+    rows = tx.fetch(DAILY_VOLUME_SQL, merchant_id, since_us, until_us)
+    return [(int(row["day"]), int(row["paid"]), int(row["refunded"])) for row in rows]

@@ -1,7 +1,8 @@
 """The dashboard in a real headless browser (Debian's chromium, driven by Playwright): a
 new merchant signs up, creates a key, uses it with the API, revokes it and sees 401; a
 merchant adds a webhook endpoint, sends it a test event, pays a session and sees the
-delivery and its attempt, and redelivers it. Screenshots land in tests/artifacts/."""
+delivery and its attempt, and redelivers it; another sees its chart, approves a refund
+and reads the event it sent. Screenshots land in tests/artifacts/."""
 
 from __future__ import annotations
 
@@ -145,3 +146,43 @@ async def test_add_an_endpoint_test_it_see_a_delivery_and_redeliver_it(
     await in_browser(see_and_redeliver)
     again = (await receiver.wait_for(3))[2]
     assert json.loads(again.body)["id"] == event_id
+
+
+async def test_see_the_chart_approve_a_refund_and_read_its_event(server: Server) -> None:
+    email = new_email()
+    created = await create_merchant(server.db, "Rosa's Bakery", email, password=PASSWORD)
+    merchant = MerchantClient(created, server.client)
+    session = await paid_session(server, merchant)
+    body = {"checkout_session_id": session["id"], "amount_fgc": "4.00"}
+    refund = (await merchant.post("/refunds", json=body)).json()
+
+    def scenario() -> None:
+        with browser() as b:
+            page = b.new_page(viewport={"width": 390, "height": 844})
+            page.goto(server.url + "/dashboard/sign-in")
+            page.get_by_label("Email").fill(email)
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Sign in").click()
+            chart = page.get_by_role("img", name="Paid volume and refunds per day")
+            chart.wait_for(timeout=WAIT_MS)
+            assert chart.bounding_box()["width"] <= 390, "fits a phone"  # type: ignore[index]
+            chart.scroll_into_view_if_needed()
+            screenshot(page, "dashboard-chart")
+
+            page.get_by_role("link", name="Payments").click()
+            page.get_by_role("link", name="Refunds").click()
+            page.get_by_label("Status").select_option("pending_review")
+            page.get_by_role("button", name="Show").click()
+            page.get_by_role("link", name="4.00 FGC").click()
+            assert refund["id"] in page.get_by_role("heading", level=1).inner_text()
+            page.get_by_role("button", name="Approve refund").click()
+            page.get_by_text("Refund approved").wait_for(timeout=WAIT_MS)
+            screenshot(page, "dashboard-refund-approved")
+
+            page.get_by_role("link", name="Events").click()
+            page.get_by_role("link", name="refund.approved").click()
+            payload = page.get_by_test_id("payload").inner_text()
+            assert '"type": "refund.approved"' in payload and refund["id"] in payload
+            screenshot(page, "dashboard-event")
+
+    await in_browser(scenario)
