@@ -1,5 +1,6 @@
-"""The dashboard in a real headless browser (Debian's chromium, driven by Playwright): a
-new merchant signs up, creates a key, uses it with the API, revokes it and sees 401; a
+"""The dashboard in a real headless browser (Debian's chromium, driven by Playwright): the
+issue's acceptance on a fresh `fgcpay serve` process (sign up, a key, an endpoint, a
+session made with curl and paid, seen paid and delivered); a new merchant signs up, creates a key, uses it with the API, revokes it and sees 401; a
 merchant adds a webhook endpoint, sends it a test event, pays a session and sees the
 delivery and its attempt, and redelivers it; another sees its chart, approves a refund
 and reads the event it sent. Screenshots land in tests/artifacts/."""
@@ -7,6 +8,8 @@ and reads the event it sent. Screenshots land in tests/artifacts/."""
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import httpx
 import pytest
@@ -19,18 +22,100 @@ from helpers import (
     MerchantClient,
     Server,
     browser,
+    fill_and_pay,
     in_browser,
     new_email,
+    poll_until,
     screenshot,
+    shop_site,
     valid_body,
     wait_until,
 )
 from hosted import paid_session
 from playwright.sync_api import Browser, Page
+from processes import ServiceProcess
 from receiver import start_receiver
 
 # Skips (or, in CI, fails) every test here without chromium.
 pytestmark = pytest.mark.usefixtures("need_browser")
+
+
+async def test_acceptance_sign_up_key_endpoint_curl_pay_and_see_it_paid_and_delivered(
+    tmp_path: Path, nursery: trio.Nursery
+) -> None:
+    """Issue 13's acceptance, literally: a fresh `fgcpay serve` (its own process, a new
+    SQLite file), a new user in chromium, curl with the key the page showed."""
+    receiver = await start_receiver(nursery)
+    service = ServiceProcess(cwd=tmp_path, database_url=f"sqlite:///{tmp_path}/fresh.sqlite3")
+    await service.start()
+    trio_token = trio.lowlevel.current_trio_token()
+
+    def curl_create_session(key: str, shop: str) -> dict[str, str]:
+        body = valid_body(success_url=f"{shop}/thanks?order=7", cancel_url=f"{shop}/cart")
+        done = subprocess.run(
+            ["curl", "-s", "-w", "\n%{http_code}\n", f"{service.url}/api/v1/checkout/sessions",
+             "-H", f"Authorization: Bearer {key}", "-H", "Content-Type: application/json",
+             "-d", json.dumps(body)],
+            capture_output=True, text=True, timeout=30, check=True,
+        )  # fmt: skip
+        *answer, status = done.stdout.strip().splitlines()
+        assert status == "201", done.stdout
+        created: dict[str, str] = json.loads("\n".join(answer))
+        return created
+
+    def scenario() -> None:
+        with browser() as b, shop_site() as shop:
+            page = b.new_page(viewport={"width": 390, "height": 844})
+            page.goto(service.url + "/dashboard/sign-up")
+            page.get_by_label("Business name").fill("Rosa's Bakery")
+            page.get_by_label("Email").fill(new_email())
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Create account").click()
+            page.get_by_role("heading", name="Balance").wait_for(timeout=WAIT_MS)
+
+            page.get_by_role("link", name="API keys").click()
+            page.get_by_label("Key name").fill("shop server")
+            page.get_by_role("button", name="Create key").click()
+            key = page.get_by_label("API key").input_value()
+            assert key.startswith("fp_test_")
+
+            page.get_by_role("link", name="Webhooks").click()
+            page.get_by_label("Endpoint URL").fill(receiver.url)
+            page.get_by_role("button", name="Add endpoint").click()
+            page.get_by_text("The endpoint is added").wait_for(timeout=WAIT_MS)
+            endpoint_page = page.url
+
+            session = curl_create_session(key, shop)
+            checkout = b.new_page(viewport={"width": 390, "height": 844})
+            checkout.goto(session["checkout_url"])
+            fill_and_pay(checkout, "TEST-0001", "1234")
+            checkout.wait_for_url(f"{shop}/thanks*", timeout=WAIT_MS)
+
+            page.get_by_role("link", name="Payments").click()
+            page.get_by_role("link", name="Two flat whites").click()
+            assert session["id"] in page.get_by_role("heading", level=1).inner_text()
+            assert page.locator('[data-field="status"]').inner_text() == "paid"
+            screenshot(page, "dashboard-acceptance-paid")
+
+            (delivered,) = trio.from_thread.run(receiver.wait_for, 1, trio_token=trio_token)
+            assert json.loads(delivered.body)["data"]["object"]["id"] == session["id"]
+
+            def succeeded() -> bool:
+                # The attempt is written just after the receiver has answered.
+                page.goto(endpoint_page.split("?")[0])
+                return "Succeeded" in page.get_by_role("table").inner_text()
+
+            poll_until(succeeded, within=20, what="the delivery's attempt on the endpoint's page")
+            screenshot(page, "dashboard-acceptance-delivery")
+            page.get_by_role("link", name="checkout.session.paid").click()
+            status = page.get_by_test_id("attempt-status").inner_text()
+            assert 200 <= int(status) < 300, status
+
+    try:
+        await in_browser(scenario)
+        assert service.errors_logged() == []
+    finally:
+        service.kill()
 
 
 async def test_sign_up_create_a_key_use_it_and_revoke_it(server: Server) -> None:
@@ -41,7 +126,8 @@ async def test_sign_up_create_a_key_use_it_and_revoke_it(server: Server) -> None
             page = context.new_page()
             page.goto(server.url + "/dashboard/sign-up")
             page.get_by_label("Business name").fill("Rosa's Bakery")
-            page.get_by_label("Email").fill(new_email())
+            email = new_email()
+            page.get_by_label("Email").fill(email)
             page.get_by_label("Password").fill(PASSWORD)
             screenshot(page, "dashboard-sign-up")
             page.get_by_role("button", name="Create account").click()
@@ -77,6 +163,36 @@ async def test_sign_up_create_a_key_use_it_and_revoke_it(server: Server) -> None
                 refused = api.get("/balance", headers=auth)
                 assert refused.status_code == 401, refused.text
                 assert "revoked" in refused.json()["message"]
+
+            # A form whose CSRF token was tampered with is refused, and changes nothing.
+            page.get_by_label("Key name").fill("tampered")
+            form = page.locator("form", has=page.get_by_role("button", name="Create key"))
+            form.locator('input[name="csrf_token"]').evaluate(
+                "field => { field.value = field.value.slice(0, -1)"
+                " + (field.value.endsWith('0') ? '1' : '0'); }"
+            )
+            page.get_by_role("button", name="Create key").click()
+            page.get_by_role("heading", name="Please try again").wait_for(timeout=WAIT_MS)
+            assert page.get_by_text("nothing was changed").is_visible()
+            screenshot(page, "dashboard-csrf-refused")
+            page.get_by_role("link", name="API keys").click()
+            assert page.get_by_role("row", name="tampered").count() == 0
+
+            # Five wrong passwords lock the email, whatever is typed next.
+            page.get_by_role("button", name="Sign out").click()
+            page.get_by_role("button", name="Sign in").wait_for(timeout=WAIT_MS)
+            for attempt in range(5):
+                page.get_by_label("Email").fill(email)
+                page.get_by_label("Password").fill(f"not the password {attempt}")
+                page.get_by_role("button", name="Sign in").click()
+                page.wait_for_load_state()  # the refusal, before the next attempt
+                page.get_by_test_id("message").wait_for(timeout=WAIT_MS)
+            page.get_by_text("signing in is locked").wait_for(timeout=WAIT_MS)
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Sign in").click()
+            page.get_by_text("Try again in 15 minutes").wait_for(timeout=WAIT_MS)
+            screenshot(page, "dashboard-sign-in-locked")
+            assert page.get_by_role("heading", name="Balance").count() == 0
 
     await in_browser(scenario)
 
