@@ -8,7 +8,10 @@ such as `fp_test_...`, `mer_...` or `cs_test_...` becomes the latest value with 
 prefix an earlier command printed. What the README asks the reader to do in a browser
 (pay the session once the webhook receiver is registered, approve a subscription after
 the block that created it) is done as a browser without JavaScript would: the page, then
-its form.
+its form. The quick start's first steps are in the dashboard (sign up, create a key):
+clicks a shell cannot make, so the test runs the operator's block the README offers in
+their place (`fgcpay merchant create`, which prints the key); the dashboard's own walk is
+tests/test_dashboard_browser.py's acceptance test.
 
 Ports: the README's commands name 127.0.0.1:8000 and :9000 literally, so a free port
 cannot be used without editing them. Instead the shell runs in its own network
@@ -348,6 +351,14 @@ def test_the_quick_start_runs_verbatim(shell: Shell) -> None:
             issued["re_test_"],
             created["id"],
         )
+
+
+def test_the_quick_start_starts_in_the_dashboard() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
+    sign_up = section.index("http://127.0.0.1:8000/dashboard/sign-up")
+    assert sign_up < section.index("API keys") < section.index("fgcpay merchant create")
+    assert sign_up < section.index("/api/v1/checkout/sessions")
 
 
 def readme_block_after(heading: str) -> list[Command]:
