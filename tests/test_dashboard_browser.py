@@ -1,7 +1,9 @@
 """The dashboard in a real headless browser (Debian's chromium, driven by Playwright): the
 issue's acceptance on a fresh `fgcpay serve` process (sign up, a key, an endpoint, a
-session made with curl and paid, seen paid and delivered); a new merchant signs up, creates a key, uses it with the API, revokes it and sees 401; a
-merchant adds a webhook endpoint, sends it a test event, pays a session and sees the
+session made with curl and paid, seen paid and delivered); a new merchant signs up,
+creates a key, uses it with the API, revokes it and sees 401, sends a form with a
+tampered CSRF token and locks sign-in with wrong passwords; a merchant adds a webhook
+endpoint, sends it a test event, pays a session and sees the
 delivery and its attempt, and redelivers it; another sees its chart, approves a refund
 and reads the event it sent. Screenshots land in tests/artifacts/."""
 
