@@ -19,10 +19,10 @@ from .fields import (
     Metadata,
     Text,
     Url,
+    amount,
     canonical_json,
     fail,
     one_of,
-    ref,
     validate,
 )
 from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
@@ -95,7 +95,7 @@ class CheckoutSessionCreate(BaseModel):
 
     amount_fgc: Annotated[
         int,
-        Custom(money.parse_fgc, ref("Amount"), prefix="Must be a valid amount: ", suffix="."),
+        amount(),
     ]
     amount_minor: Annotated[
         int | None,

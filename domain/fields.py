@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError, core_schema
 
+from . import money
 from .errors import FieldError, ValidationFailed
 from .urls import UrlError, dns_name, parse_http_url
 
@@ -295,6 +296,18 @@ class Custom(Rule):
 
     def schema(self) -> dict[str, Any]:
         return self.json_schema
+
+
+def amount(*, required: bool = True) -> Custom:
+    """The rule of an `amount_fgc`-like field (`max_total_amount_fgc` too): the contract's
+    money rules (`money.parse_fgc`), into minor units; its schema is the shared `Amount`."""
+    return Custom(
+        money.parse_fgc,
+        ref("Amount"),
+        required=required,
+        prefix="Must be a valid amount: ",
+        suffix=".",
+    )
 
 
 Model = TypeVar("Model", bound=BaseModel)

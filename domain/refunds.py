@@ -19,10 +19,10 @@ from .fields import (
     Choice,
     Custom,
     Metadata,
+    amount,
     canonical_json,
     field_errors,
     one_of,
-    ref,
 )
 from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
 from .states import StateMachine, Transition
@@ -150,13 +150,7 @@ class RefundCreate(BaseModel):
     ] = None
     amount_fgc: Annotated[
         int | None,
-        Custom(
-            money.parse_fgc,
-            ref("Amount"),
-            required=False,
-            prefix="Must be a valid amount: ",
-            suffix=".",
-        ),
+        amount(required=False),
     ] = None
     reason: Annotated[
         str | None,

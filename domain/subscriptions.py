@@ -31,11 +31,11 @@ from .fields import (
     Metadata,
     Text,
     Url,
+    amount,
     canonical_json,
     fail,
     field_errors,
     one_of,
-    ref,
 )
 from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
 from .states import StateMachine, Transition
@@ -163,7 +163,7 @@ class SubscriptionCreate(BaseModel):
 
     amount_fgc: Annotated[
         int,
-        Custom(money.parse_fgc, ref("Amount"), prefix="Must be a valid amount: ", suffix="."),
+        amount(),
     ]
     amount_minor: Annotated[
         int | None,
@@ -202,13 +202,7 @@ class SubscriptionCreate(BaseModel):
     external_reference: Annotated[str | None, Text(MAX_REFERENCE, required=False)] = None
     max_total_amount_fgc: Annotated[
         int | None,
-        Custom(
-            money.parse_fgc,
-            ref("Amount"),
-            required=False,
-            prefix="Must be a valid amount: ",
-            suffix=".",
-        ),
+        amount(required=False),
     ] = None
     end_date: Annotated[
         int | None,
