@@ -482,9 +482,9 @@ class Db:
                             copy.write_row(row)
             # As after any bulk load, the tables loaded; not the whole database: that
             # would record the still empty `events` and `deliveries` as empty, and until
-            # autovacuum's next analyze (a minute or more into the burst) the planner
-            # would look their rows up by sequential scan (seen: 9,943 rows scanned per
-            # delivery claimed, most of PostgreSQL's CPU).
+            # autovacuum's next analyze (in the renewal burst, a minute or more into it)
+            # the planner would look their rows up by sequential scan (seen: 9,943 rows
+            # scanned per delivery claimed, most of PostgreSQL's CPU).
             self.conn.execute(f"ANALYZE {', '.join(dict.fromkeys(t for t, _, _ in tables))}")
             return
         self.conn.execute("BEGIN IMMEDIATE")
