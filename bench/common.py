@@ -1,7 +1,8 @@
 """Helpers shared by the benchmark drivers (`bench/run.py`, `bench/hosted.py`,
-`bench/webhooks.py`): starting and stopping servers the way an operator does, CPU
-accounting from /proc, waiting for a quiet machine (and for a test suite run by someone
-else to finish), percentiles.
+`bench/webhooks.py`, `bench/renewals.py`, `bench/ledger.py`): starting and stopping
+servers the way an operator does, the service's database (SQLite, or a durable throwaway
+PostgreSQL cluster) and bulk loads into it, CPU accounting from /proc, waiting for a
+quiet machine (and for a test suite run by someone else to finish), percentiles.
 
 Nothing here binds anything but 127.0.0.1.
 """
@@ -16,10 +17,12 @@ import resource
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -427,3 +430,67 @@ def create_merchant(env: dict[str, str], cwd: Path) -> tuple[str, str]:
         env, cwd,
     )  # fmt: skip
     return merchant["merchant_id"], merchant["api_key"]
+
+
+# -- the service's database --------------------------------------------------------------
+
+
+@contextmanager
+def service_database(backend: str, work: Path, name: str) -> Iterator[tuple[str, int | None]]:
+    """The database a benchmark's service runs on: a SQLite file in `work`, or database
+    `name` on a durable throwaway PostgreSQL cluster (`bench/pg_durable.py`), stopped on
+    exit. Yields its URL and PostgreSQL's postmaster pid (None for SQLite)."""
+    if backend == "sqlite":
+        yield f"sqlite:///{work}/{name}.sqlite3", None
+        return
+    from pg_durable import start_durable_cluster
+
+    cluster = start_durable_cluster()
+    try:
+        cluster.psql(f"CREATE DATABASE {name}")
+        yield cluster.url(name), cluster.postmaster_pid()
+    finally:
+        cluster.stop()
+
+
+class Db:
+    """The service's database, from this process: SQLite or PostgreSQL, `?` placeholders."""
+
+    def __init__(self, url: str) -> None:
+        self.pg = not url.startswith("sqlite")
+        if self.pg:
+            import psycopg
+
+            self.conn: Any = psycopg.connect(url, autocommit=True)
+        else:
+            self.conn = sqlite3.connect(
+                url.split("///", 1)[1], isolation_level=None, check_same_thread=False
+            )
+            self.conn.execute("PRAGMA busy_timeout=30000")
+
+    def value(self, sql: str, *args: Any) -> Any:
+        return self.conn.execute(sql.replace("?", "%s") if self.pg else sql, args).fetchone()[0]
+
+    def load(self, tables: list[tuple[str, str, list[tuple[Any, ...]]]]) -> None:
+        """Insert every row in one transaction (COPY on PostgreSQL; tables in the order given,
+        one table more than once if its foreign keys need it), then ANALYZE the tables loaded."""
+        if self.pg:
+            with self.conn.cursor() as cur, self.conn.transaction():
+                for table, columns, rows in tables:
+                    with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                        for row in rows:
+                            copy.write_row(row)
+            # As after any bulk load, the tables loaded; not the whole database: that
+            # would record the still empty `events` and `deliveries` as empty, and until
+            # autovacuum's next analyze (in the renewal burst, a minute or more into it)
+            # the planner would look their rows up by sequential scan (seen: 9,943 rows
+            # scanned per delivery claimed, most of PostgreSQL's CPU).
+            self.conn.execute(f"ANALYZE {', '.join(dict.fromkeys(t for t, _, _ in tables))}")
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        for table, columns, rows in tables:
+            marks = ", ".join("?" for _ in columns.split(","))
+            self.conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+        self.conn.execute("COMMIT")
+        for table in dict.fromkeys(t for t, _, _ in tables):
+            self.conn.execute(f"ANALYZE {table}")

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -42,12 +41,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     QUIET,
     CpuWindow,
+    Db,
     fgcpay_env,
     fgcpay_server,
     free_port,
     loadavg,
     log,
     rss_mib,
+    service_database,
     sh_json,
     tool,
     wait_for_quiet,
@@ -63,46 +64,6 @@ MEMORY_TARGET = 1.2
 IDLE_SECONDS = 60.0  # the service's default FGCPAY_ACTOR_IDLE_SECONDS
 LEDGER = "id, merchant_id, kind, customer_code, amount_minor, currency, mode, created_at, subscription_id, period"
 BALANCE = "merchant_id, shard, paid_minor, refunded_minor, pending_minor, transaction_count"
-
-
-class Db:
-    """The service's database, from this process: SQLite or PostgreSQL, `?` placeholders."""
-
-    def __init__(self, url: str) -> None:
-        self.pg = not url.startswith("sqlite")
-        if self.pg:
-            import psycopg
-
-            self.conn: Any = psycopg.connect(url, autocommit=True)
-        else:
-            self.conn = sqlite3.connect(
-                url.split("///", 1)[1], isolation_level=None, check_same_thread=False
-            )
-            self.conn.execute("PRAGMA busy_timeout=30000")
-
-    def value(self, sql: str, *args: Any) -> Any:
-        return self.conn.execute(sql.replace("?", "%s") if self.pg else sql, args).fetchone()[0]
-
-    def load(self, tables: list[tuple[str, str, list[tuple[Any, ...]]]]) -> None:
-        """Insert every row in one transaction (COPY on PostgreSQL)."""
-        if self.pg:
-            with self.conn.cursor() as cur, self.conn.transaction():
-                for table, columns, rows in tables:
-                    with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                        for row in rows:
-                            copy.write_row(row)
-            # As after any bulk load, the tables loaded; not the whole database: that
-            # would record the still empty `events` and `deliveries` as empty, and until
-            # autovacuum's next analyze (a minute or more into the burst) the planner
-            # would look their rows up by sequential scan (seen: 9,943 rows scanned per
-            # delivery claimed, most of PostgreSQL's CPU).
-            self.conn.execute(f"ANALYZE {', '.join(table for table, _, _ in tables)}")
-            return
-        self.conn.execute("BEGIN IMMEDIATE")
-        for table, columns, rows in tables:
-            marks = ", ".join("?" for _ in columns.split(","))
-            self.conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
-        self.conn.execute("COMMIT")
 
 
 def burst_rows(
@@ -265,24 +226,9 @@ async def run(
 
 
 def backend(args: argparse.Namespace, name: str, work: Path) -> dict[str, Any]:
-    if name == "sqlite":
-        return trio.run(run, args, name, f"sqlite:///{work}/renewals.sqlite3", 1, None, work)
-    from pg_durable import start_durable_cluster
-
-    cluster = start_durable_cluster()
-    try:
-        cluster.psql("CREATE DATABASE renewals")
-        return trio.run(
-            run,
-            args,
-            name,
-            cluster.url("renewals"),
-            args.pg_workers,
-            cluster.postmaster_pid(),
-            work,
-        )
-    finally:
-        cluster.stop()
+    workers = 1 if name == "sqlite" else args.pg_workers
+    with service_database(name, work, "renewals") as (url, db_pid):
+        return trio.run(run, args, name, url, workers, db_pid, work)
 
 
 def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
