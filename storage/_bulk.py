@@ -1,5 +1,5 @@
 """Many rows in one statement: what the batched forms of the repository functions
-(`storage.batched`) are written with.
+(`_database.batched`) are written with.
 
 PostgreSQL gets one array per column and reads them back as rows with `unnest`: one
 statement, one round trip and one plan however many rows, and the same text for every

@@ -7,7 +7,7 @@ another event loop and nothing blocks the trio thread.
 - Writes queue to one writer thread per process (`GroupThread`): it runs whatever is
   queued as one transaction and commits once; one WAL flush serves the group. The
   callers run first side by side with no savepoints (two round trips fewer each), the
-  calls of a function with a batched form (`storage.batched`) as one call of it; if one
+  calls of a function with a batched form (`_database.batched`) as one call of it; if one
   raises, that transaction is rolled back and the group runs again with each caller
   alone in a savepoint of its own, so one caller's error rolls back only its own work.
 - Reads run on pooled connections in autocommit mode; each read is one statement or a
