@@ -217,6 +217,12 @@ class Server:
             self.proc.wait(timeout=10)
 
 
+def ledger_verify(env: dict[str, str], cwd: Path) -> int:
+    """`fgcpay ledger verify`'s exit status (0: every total agrees with the ledger)."""
+    argv = [tool("fgcpay"), "ledger", "verify"]
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False).returncode
+
+
 def sh_json(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
     done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:

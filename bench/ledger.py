@@ -32,7 +32,6 @@ import os
 import random
 import secrets
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,11 +53,11 @@ from common import (  # noqa: E402
     create_merchant,
     fgcpay_env,
     fgcpay_server,
+    ledger_verify,
     loadavg,
     log,
     percentile,
     service_database,
-    tool,
     wait_for_quiet,
 )
 from fgcpay.domain import ids, periods, refunds  # noqa: E402
@@ -259,12 +258,6 @@ async def create_refunds(port: int, headers: dict[str, str], bodies: list[dict[s
     return trio.current_time() - started, statuses, took
 
 
-def verify(env: dict[str, str], cwd: Path) -> int:
-    """`fgcpay ledger verify`'s exit status (0: every total agrees with the ledger)."""
-    argv = [tool("fgcpay"), "ledger", "verify"]
-    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False).returncode
-
-
 async def run(
     args: argparse.Namespace, backend: str, url: str, db_pid: int | None, work: Path
 ) -> Result:
@@ -283,7 +276,7 @@ async def run(
     await trio.to_thread.run_sync(db.load, ledger.tables)
     db.conn.close()
     ledger.tables.clear()
-    result.checks["verify after the load"] = await trio.to_thread.run_sync(verify, env, cwd)
+    result.checks["verify after the load"] = await trio.to_thread.run_sync(ledger_verify, env, cwd)
     log(f"  loaded, analyzed and verified in {time.monotonic() - took:.0f} s")
     server = fgcpay_server(f"fgcpay-{backend}", env, cwd, result.workers, work)
     await trio.to_thread.run_sync(server.start)
@@ -327,7 +320,7 @@ async def run(
     pending = asked[BURSTS[0]] * 100 + asked[BURSTS[1]]  # minor units: 1.00, then 0.01 each
     want = ledger.want | {"refunds_pending_fgc": format_fgc(pending)}
     checks["balance"] = {k: balance[k] for k in want}
-    checks["verify at the end"] = await trio.to_thread.run_sync(verify, env, cwd)
+    checks["verify at the end"] = await trio.to_thread.run_sync(ledger_verify, env, cwd)
     result.ok = (
         checks["balance"] == want
         and all(checks[f"{name}: statuses"] == {201: n} for name, n in asked.items())

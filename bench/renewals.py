@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +44,7 @@ from common import (  # noqa: E402
     fgcpay_env,
     fgcpay_server,
     free_port,
+    ledger_verify,
     loadavg,
     log,
     rss_mib,
@@ -213,11 +213,7 @@ async def run(
     }
     result["checks"] = {name: db.value(sql) for name, sql in checks.items()}
     # The balance's running totals agree with the ledger (exit status 0).
-    verify = [tool("fgcpay"), "ledger", "verify"]
-    verified = await trio.to_thread.run_sync(
-        lambda: subprocess.run(verify, env=env, cwd=cwd, capture_output=True, check=False)
-    )
-    result["checks"]["ledger verify"] = verified.returncode
+    result["checks"]["ledger verify"] = await trio.to_thread.run_sync(ledger_verify, env, cwd)
     want = {"charges past period 1": 0, "still due": 0, "ledger verify": 0}
     result["ok"] = all(v == want.get(k, args.count) for k, v in result["checks"].items())
     log(f"  checks {'OK' if result['ok'] else 'FAILED'}: {result['checks']}")
