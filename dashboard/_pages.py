@@ -5,6 +5,7 @@ and the signed-in guard every page but sign-in and sign-up goes through."""
 from __future__ import annotations
 
 import functools
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -35,10 +36,14 @@ SESSION_COOKIE = "fgc_dashboard_session"
 CSRF_COOKIE = "fgc_dashboard_csrf"
 COOKIE_PATH = "/dashboard"
 
-# The layout's navigation, in order: (endpoint, label). Later pages join here.
-NAV = [("dashboard.home", "Home"), ("dashboard.api_keys", "API keys")]
-NAV += [("dashboard.checkout_sessions", "Payments")]  # its pages' tabs: _listing.TABS
-NAV += [("dashboard.webhooks_page", "Webhooks")]
+# The layout's navigation, in order: (endpoint, label). The payments' pages share one
+# entry, their tabs are _listing.TABS.
+NAV = [
+    ("dashboard.home", "Home"),
+    ("dashboard.api_keys", "API keys"),
+    ("dashboard.checkout_sessions", "Payments"),
+    ("dashboard.webhooks_page", "Webhooks"),
+]
 
 View = Callable[..., Awaitable[Response]]
 
@@ -110,6 +115,11 @@ def set_cookie(response: Response, name: str, value: str, samesite: str = "Lax")
     )
 
 
+def clear_cookie(response: Response, name: str) -> None:
+    """End a cookie `set_cookie` made (the same path and flags, so the browser matches it)."""
+    response.delete_cookie(name, path=COOKIE_PATH, httponly=True, samesite="Lax", secure=_secure())
+
+
 def see_other(location: str) -> Response:
     response: Response = redirect(location, 303)  # type: ignore[assignment]
     response.headers.update(security.page_headers())
@@ -117,17 +127,28 @@ def see_other(location: str) -> Response:
 
 
 def to_sign_in() -> Response:
-    """Where a signed-out request goes: the sign-in page, back here afterwards (a page
-    read; a form post is not replayed)."""
+    """Where a signed-out request goes: the sign-in page, back here afterwards with the
+    page's query (its filter, its page of a list); a form post is not replayed."""
     location = "/dashboard/sign-in"
     if request.method == "GET" and request.path != "/dashboard":
-        location += "?" + urlencode({"next": request.path})
+        here = request.path
+        if request.query_string:
+            here += "?" + request.query_string.decode("latin-1")
+        if safe_next(here) == here:
+            location += "?" + urlencode({"next": here})
     return see_other(location)
 
 
+# A page of the dashboard as `next` may name it: path segments of letters, digits, `_`
+# and `-` (every route and id is made of them, so no `..`, `//`, `\` or percent-escape
+# can lead elsewhere) and a query of printable ASCII (nothing a Location header refuses).
+_NEXT = re.compile(r"/dashboard(?:/[A-Za-z0-9_-]+)*/?(?:\?[\x21-\x7e]*)?")
+MAX_NEXT_LENGTH = 2000
+
+
 def safe_next(value: str | None) -> str:
-    """A `next` that stays in the dashboard (never another site: `//evil`, `/\\evil`)."""
-    if value and value.startswith("/dashboard") and "\\" not in value and "//" not in value:
+    """`value` if it is a page of the dashboard (see _NEXT), else the home page."""
+    if value and len(value) <= MAX_NEXT_LENGTH and _NEXT.fullmatch(value):
         return value
     return "/dashboard"
 

@@ -18,7 +18,9 @@ MAX_NAME_LENGTH = 100
 async def _list(status: int = 200, *, name: str = "", problem: str | None = None) -> Response:
     service = current_service()
     keys = await service.db.read(merchants.api_keys_of, current().merchant.id)
-    revoked = next((k for k in keys if k.id == request.args.get("revoked")), None)
+    # The notice after a revocation (`?revoked=<id>`) names the key only once it is revoked.
+    asked = request.args.get("revoked")
+    revoked = next((k for k in keys if k.id == asked and k.revoked_at is not None), None)
     return await render(
         "api_keys.html", status, keys=keys, name=name, problem=problem, revoked=revoked
     )

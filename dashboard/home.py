@@ -27,4 +27,5 @@ async def home() -> Response:
         chart=chart(days, balance["currency"]),
         day_label=day_label,
         format_fgc=format_fgc,
+        now=now,
     )

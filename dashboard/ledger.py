@@ -51,10 +51,6 @@ EVENTS: Listing[Event] = Listing(
 )
 
 
-def _transaction_wire(txn: Transaction) -> transactions.TransactionWire:
-    return transactions.to_json(txn)
-
-
 def _event_fields(event: Event) -> dict[str, Any]:
     body: dict[str, Any] = json.loads(event.body)
     return {name: value for name, value in body.items() if name != "data"}
@@ -69,7 +65,7 @@ async def transactions_list() -> Response:
 @blueprint.get("/transactions/<item_id>")
 @signed_in
 async def transaction(item_id: str) -> Response:
-    return await detail_page(TRANSACTIONS, item_id, _transaction_wire)
+    return await detail_page(TRANSACTIONS, item_id, transactions.to_json)
 
 
 @blueprint.get("/events")

@@ -8,6 +8,7 @@ from quart import Response, request
 from ._pages import (
     SESSION_COOKIE,
     blueprint,
+    clear_cookie,
     client_address,
     csrf_ok,
     form_expired,
@@ -90,5 +91,5 @@ async def sign_out() -> Response:
     if session_id:
         await current_service().accounts.sign_out(session_id)
     response = see_other("/dashboard/sign-in")
-    response.delete_cookie(SESSION_COOKIE, path="/dashboard")
+    clear_cookie(response, SESSION_COOKIE)
     return response

@@ -10,6 +10,7 @@ Every change is the operation the API and the operator's command run
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fgcpay.domain import endpoints, errors, webhooks
@@ -21,6 +22,7 @@ from quart import Response, request
 from ._pages import blueprint, current, not_found, render, see_other, signed_in
 
 PAGE_SIZE = 20
+QUEUED = re.compile(r"[0-9]{1,4}")
 # What a notice (`?done=`) after a change says; anything else shows none.
 NOTICES = {
     "created": "The endpoint is added. Reveal its signing secret below to set up your receiver.",
@@ -219,12 +221,13 @@ async def webhook_delivery(endpoint_id: str, delivery_id: str) -> Response:
     if found is None:
         return await not_found()
     endpoint, delivery = found
-    queued = request.args.get("queued")
+    # The count the redelivery put in the link, if it is one (a few ASCII digits).
+    queued = request.args.get("queued", "")
     return await render(
         "webhook_delivery.html",
         endpoint=endpoint,
         delivery=delivery,
-        queued=int(queued) if queued and queued.isdigit() else None,
+        queued=int(queued) if QUEUED.fullmatch(queued) else None,
     )
 
 

@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import attrs
 import httpx
@@ -24,6 +25,7 @@ from helpers import (
     Server,
     new_email,
     open_dashboard,
+    raw_key,
     sign_in,
     signed_up,
     start_server,
@@ -114,7 +116,9 @@ async def test_a_key_is_shown_once_works_and_once_revoked_is_401(server: Server)
     refused = await dashboard.submit("/dashboard/api-keys", {"name": " "})
     assert refused.status_code == 400 and "Give the key a name" in refused.text
     assert await _key_ids(server, merchant_id) == {}
-    key = await dashboard.create_key("shop server")
+    shown = await dashboard.submit("/dashboard/api-keys", {"name": "shop server"})
+    assert shown.status_code == 201 and shown.headers["cache-control"] == "no-store"
+    key = raw_key(shown.text)
     listed = await dashboard.get("/dashboard/api-keys")
     assert key not in listed.text, "the raw key is shown once only"
     assert "shop server" in listed.text and f"{key[:12]}...{key[-4:]}" in listed.text
@@ -127,6 +131,9 @@ async def test_a_key_is_shown_once_works_and_once_revoked_is_401(server: Server)
 
         await wait_until(used, within=10, what="the key's last use on the page")
         (key_id,) = await _key_ids(server, merchant_id)
+        # A link cannot make the page say a key is revoked that is not.
+        spoofed = await dashboard.get(f"/dashboard/api-keys?revoked={key_id}")
+        assert spoofed.status_code == 200 and "is revoked" not in spoofed.text
         confirm = await dashboard.get(f"/dashboard/api-keys/{key_id}/revoke")
         assert confirm.status_code == 200 and "Revoke the key shop server?" in confirm.text
         assert (await api.get("/balance")).status_code == 200, "asking changes nothing"
@@ -158,6 +165,55 @@ async def test_a_planted_session_is_none_and_sign_in_goes_back_inside_the_dashbo
     assert signed.headers["location"] == "/dashboard"
     await owner.aclose()
     await stranger.aclose()
+
+
+async def test_sign_in_goes_back_to_the_page_with_its_query(server: Server) -> None:
+    owner, email = await signed_up(server)
+    browser = open_dashboard(server)
+    asked = await browser.get("/dashboard/refunds?status=pending_review")
+    assert asked.headers["location"] == (
+        f"{SIGN_IN}?next=%2Fdashboard%2Frefunds%3Fstatus%3Dpending_review"
+    )
+    page = await browser.get(asked.headers["location"])
+    assert 'name="next" value="/dashboard/refunds?status=pending_review"' in page.text
+    back = "/dashboard/refunds?status=pending_review"
+    signed = await browser.submit(
+        SIGN_IN, {"email": email, "password": PASSWORD, "next": back}, page=SIGN_IN
+    )
+    assert signed.status_code == 303 and signed.headers["location"] == back
+    for each in (owner, browser):
+        await each.aclose()
+
+
+# `next` values that must not be followed: other sites, other paths of this one, and
+# characters no header may carry (each was a 500: the redirect's Location refused them).
+NOT_NEXT = [
+    "//evil.example/",
+    "https://evil.example/dashboard",
+    "/dashboardevil",
+    "/dashboard/../api/v1/balance",
+    "/dashboard/%2e%2e/api/v1/balance",
+    "/dashboard\\evil",
+    "/dashboard\r\nSet-Cookie: planted=1",
+    "/dashboard\x00",
+    "/dashboard/\t/evil.example",
+    "/dashboard/" + "x" * 3000,
+]
+
+
+async def test_a_next_outside_the_dashboard_or_not_a_plain_path_goes_home(
+    server: Server,
+) -> None:
+    owner, email = await signed_up(server)
+    for value in NOT_NEXT:
+        page = await owner.get(f"{SIGN_IN}?{urlencode({'next': value})}")
+        assert page.status_code == 200 and 'name="next" value="/dashboard"' in page.text, value
+        signed = await owner.submit(
+            SIGN_IN, {"email": email, "password": PASSWORD, "next": value}, page=SIGN_IN
+        )
+        assert signed.status_code == 303, (value, signed.status_code)
+        assert signed.headers["location"] == "/dashboard", value
+    await owner.aclose()
 
 
 async def test_sign_in_and_sign_up_need_their_token_and_a_token_needs_its_browser(

@@ -103,6 +103,11 @@ async def test_add_an_endpoint_pay_see_the_delivery_and_its_attempt_and_redelive
     assert again.status_code == 303
     notice = await dashboard.get(again.headers["location"])
     assert "Redelivery queued: 1 new delivery" in notice.text
+    # A count the page did not make shows no notice (each was a 500: int() refused it).
+    detail_page = f"/dashboard/webhooks/{endpoint_id}/deliveries/{delivery_id}"
+    for junk in ("\u00b2", "9" * 5000, "-1", "x"):
+        shown = await dashboard.client.get(detail_page, params={"queued": junk})
+        assert shown.status_code == 200 and "Redelivery queued" not in shown.text, junk
     _, second = await receiver.wait_for(2)
     assert json.loads(second.body)["id"] == event_id, "the same event, again"
     assert json.loads(second.body)["data"]["object"]["id"] == session["id"]
