@@ -7,6 +7,7 @@ page, service processes, webhook receivers and PostgreSQL clusters have modules 
 own beside this package: hosted.py, processes.py, receiver.py, pg_cluster.py.
 """
 
+from ._a11y import audit, horizontal_scroll, tab_walk
 from ._browser import (
     ARTIFACTS,
     WAIT_MS,
@@ -86,6 +87,9 @@ from ._subscriptions import (
 from ._waiting import poll_until, wait_ready, wait_ready_blocking, wait_until
 
 __all__ = [
+    "audit",
+    "horizontal_scroll",
+    "tab_walk",
     "PASSWORD",
     "Dashboard",
     "new_email",
