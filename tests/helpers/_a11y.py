@@ -276,7 +276,7 @@ def _before(a: dict[str, Any], b: dict[str, Any]) -> bool:
     if same_line:
         return bool(b["right"] <= a["left"] + tolerance)
     if b["bottom"] <= a["top"] + tolerance:
-        return not b["left"] >= a["right"] - tolerance
+        return bool(b["left"] < a["right"] - tolerance)
     return False
 
 
