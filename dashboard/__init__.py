@@ -7,11 +7,12 @@ registers them.
 """
 
 from . import api_keys, home, ledger, payments, refunds, sign_in, webhooks
-from ._pages import blueprint
+from ._pages import blueprint, error_page
 
 __all__ = [
     "api_keys",
     "blueprint",
+    "error_page",
     "home",
     "ledger",
     "payments",

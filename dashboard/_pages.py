@@ -13,9 +13,7 @@ from urllib.parse import urlencode
 
 from fgcpay.domain import errors
 from fgcpay.hosted_page import security
-from fgcpay.http.errors import database_unavailable
 from fgcpay.http.plumbing import current_service
-from fgcpay.storage import DatabaseUnavailable
 from quart import Blueprint, Response, g, redirect, render_template, request
 
 from .accounts import Current
@@ -185,11 +183,17 @@ def current() -> Current:
     return found
 
 
-@blueprint.errorhandler(DatabaseUnavailable)
-@blueprint.errorhandler(errors.Unavailable)
-async def _unavailable(error: Exception) -> Response:
-    busy = database_unavailable(error) if isinstance(error, DatabaseUnavailable) else error
-    assert isinstance(busy, errors.Unavailable)
-    response = await render("unavailable.html", 503)
-    response.headers["Retry-After"] = str(busy.retry_after_seconds)
-    return response
+async def error_page(error: errors.ServiceError) -> Response:
+    """The page of an error under /dashboard (an unknown page, a wrong method, a form too
+    large, the database away, our own failure): the layout's HTML, never the API's JSON.
+    `fgcpay.http.errors` sets its status-specific headers (Retry-After, Allow)."""
+    if error.status == 404:
+        return await not_found()
+    if error.status == 503:
+        return await render("unavailable.html", 503)
+    return await render(
+        "error.html",
+        error.status,
+        message=error.message,
+        request_id=getattr(g, "request_id", ""),
+    )

@@ -41,7 +41,7 @@ def create_app(service: Service) -> QuartTrio:
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.url_map.strict_slashes = False
     app.extensions["fgcpay"] = service
-    errors.register_error_handlers(app)
+    errors.register_error_handlers(app, {"/dashboard": dashboard.error_page})
     plumbing.install(app)
     app.register_blueprint(health.blueprint)
     app.register_blueprint(openapi.blueprint)

@@ -1,8 +1,9 @@
 """The one place where errors become ApiError responses.
 
-Every error under /api/v1 (and every error the service raises anywhere) is answered as
-JSON `{"code", "message", "details", "request_id"}`; nothing answers HTML or a stack
-trace. Unexpected exceptions are logged with their request id and answered 500
+Every error under /api/v1 (and every error the service raises outside the pages) is
+answered as JSON `{"code", "message", "details", "request_id"}`, never a stack trace. A
+path under a prefix of `ErrorPages` (the dashboard's) is a page a person reads in a
+browser: its errors are answered as that part's HTML page, with the same status. Unexpected exceptions are logged with their request id and answered 500
 `internal_error` with no internals; the database being unavailable (`DatabaseUnavailable`)
 is answered 503 `service_unavailable` with `Retry-After`, as is every other 503.
 """
@@ -11,13 +12,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
 from fgcpay.domain import errors
 from fgcpay.logs import log_event
 from fgcpay.storage import DatabaseUnavailable
 from pydantic import ConfigDict, Field, WithJsonSchema, with_config
-from quart import Response, g
+from quart import Response, g, has_request_context, request
 from quart_trio import QuartTrio
 from typing_extensions import TypedDict
 from werkzeug.exceptions import HTTPException
@@ -141,21 +143,51 @@ def from_http_exception(error: HTTPException) -> errors.ServiceError:
     return mapped
 
 
-def register_error_handlers(app: QuartTrio) -> None:
+# An HTML page for an error answered under a path prefix: (the error, as the API would
+# answer it) -> the page, with that status and headers.
+ErrorPage = Callable[[errors.ServiceError], Awaitable[Response]]
+ErrorPages = Mapping[str, ErrorPage]
+
+
+def register_error_handlers(app: QuartTrio, pages: ErrorPages | None = None) -> None:
+    """Answer every error as an ApiError, or as the HTML page of `pages` whose prefix the
+    request's path has."""
+    prefixes = dict(pages or {})
+
+    async def answer(error: errors.ServiceError) -> Response:
+        response = api_error_response(error)
+        page = _page_for(prefixes, request.path) if has_request_context() else None
+        if page is None:
+            return response
+        try:
+            html = await page(error)
+        except Exception as failure:  # the page itself failed: the JSON answer still holds
+            log_event(
+                "could not render an error page",
+                logging.ERROR,
+                request_id=getattr(g, "request_id", ""),
+                error_type=type(failure).__name__,
+            )
+            return response
+        for name in ("Retry-After", "WWW-Authenticate"):
+            if name in response.headers:
+                html.headers[name] = response.headers[name]
+        return html
+
     @app.errorhandler(errors.ServiceError)
     async def _service_error(error: errors.ServiceError) -> Response:
-        return api_error_response(error)
+        return await answer(error)
 
     @app.errorhandler(HTTPException)
     async def _http_error(error: HTTPException) -> Response:
-        response = api_error_response(from_http_exception(error))
+        response = await answer(from_http_exception(error))
         if error.code == 405 and getattr(error, "valid_methods", None):
             response.headers["Allow"] = ", ".join(sorted(error.valid_methods))  # type: ignore[attr-defined]
         return response
 
     @app.errorhandler(DatabaseUnavailable)
     async def _database_unavailable(error: DatabaseUnavailable) -> Response:
-        return api_error_response(database_unavailable(error))
+        return await answer(database_unavailable(error))
 
     @app.errorhandler(Exception)
     async def _unexpected(error: Exception) -> Response:
@@ -166,9 +198,16 @@ def register_error_handlers(app: QuartTrio) -> None:
             error_type=type(error).__name__,
             exc_info_text=_traceback_text(error),
         )
-        return api_error_response(
+        return await answer(
             errors.InternalError("Something went wrong on our side. It has been logged.")
         )
+
+
+def _page_for(pages: dict[str, ErrorPage], path: str) -> ErrorPage | None:
+    for prefix, page in pages.items():
+        if path == prefix or path.startswith(prefix + "/"):
+            return page
+    return None
 
 
 def _traceback_text(error: BaseException) -> str:

@@ -372,3 +372,28 @@ async def test_the_operator_gives_a_password_and_resets_it(
     assert (await sign_in(dashboard, email)).status_code == 400
     assert (await sign_in(dashboard, email, new_password)).status_code == 303
     await dashboard.aclose()
+
+
+async def test_errors_under_the_dashboard_are_its_html_pages_not_the_apis_json(
+    server: Server,
+) -> None:
+    dashboard, _ = await signed_up(server)
+    unknown = await dashboard.get("/dashboard/no-such-page")
+    wrong_method = await dashboard.client.delete("/dashboard/api-keys")
+    too_large = await dashboard.client.post(
+        "/dashboard/api-keys", data={"name": "x" * (70 * 1024), "csrf_token": "t"}
+    )
+    for answer, status, words in (
+        (unknown, 404, "Not found"),
+        (wrong_method, 405, "This method is not allowed"),
+        (too_large, 413, "larger than 64 KiB"),
+    ):
+        assert answer.status_code == status
+        assert answer.headers["content-type"].startswith("text/html")
+        assert words in answer.text and '<main id="main"' in answer.text
+        assert answer.headers["cache-control"] == "no-store"
+    assert "GET" in wrong_method.headers["allow"]
+    # The API keeps its JSON answers.
+    api = await dashboard.get("/api/v1/no-such-path")
+    assert api.headers["content-type"] == "application/json" and api.json()["code"]
+    await dashboard.aclose()
