@@ -1,0 +1,1 @@
+"""fgcpay's benchmarks: `python -m bench --list` (docs/performance.md)."""

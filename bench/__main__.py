@@ -1,0 +1,146 @@
+"""fgcpay's benchmarks, one runner (run from the repository root):
+
+    .venv/bin/python -m bench --list
+    .venv/bin/python -m bench create [lists ...|all] [--sqlite|--pg|--both] [--quick] [--json F]
+    .venv/bin/python -m bench report F.json [...] [--write docs/performance.md]
+
+Each scenario starts `fgcpay serve` as an operator does (a temporary directory,
+127.0.0.1), on SQLite with 1 worker and on PostgreSQL (one durable throwaway cluster per
+run: fsync, synchronous_commit and full_page_writes on) with --pg-workers, measures, and
+prints one markdown table: figure | measured | target | ratio | verdict. A measurement,
+not a test: a missed target is reported (and with --profile auto, profiled), never an
+error. `--set name=value` changes one of a scenario's sizes (see `--list`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import trio
+
+from . import core, report
+from .suite import Ctx, machine, machine_line, params, table
+
+SCENARIOS = ("create", "lists", "hosted", "webhooks", "renewals", "ledger", "refunds",
+             "subscriptions", "events", "dashboard", "memory")  # fmt: skip
+
+
+def scenario(name: str) -> ModuleType:
+    return importlib.import_module(f"bench.scenarios.{name}")
+
+
+def specs() -> dict[str, Any]:
+    return {name: scenario(name).FIGURES for name in SCENARIOS}
+
+
+async def run_backend(ctx: Ctx, module: ModuleType, name: str, backend: str, p: Any,
+                      cluster: Any, workers: int) -> None:  # fmt: skip
+    cwd = ctx.work / f"{name}-{backend}"
+    cwd.mkdir()
+    if backend == "sqlite":
+        b = core.Backend("sqlite", f"sqlite:///{cwd}/fgcpay.sqlite3", cwd, 1)
+    else:
+        cluster.psql(f"CREATE DATABASE {name}")
+        b = core.Backend("postgres", cluster.url(name), cwd, workers, cluster.postmaster_pid())
+    core.log(f"{name}, {b.label} ({b.workers} worker(s)): {vars(p)}")
+    await module.run(ctx, b, p)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["report"]:
+        return report.main(argv[1:], specs())
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("scenarios", nargs="*", metavar="scenario", help="a name of --list, or all")
+    parser.add_argument("--list", action="store_true", help="the scenarios, one line each")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--sqlite", dest="backends", action="store_const", const=["sqlite"])
+    group.add_argument("--pg", dest="backends", action="store_const", const=["postgres"])
+    group.add_argument(
+        "--both", dest="backends", action="store_const", const=["sqlite", "postgres"]
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test of seconds")
+    parser.add_argument("--json", type=Path, help="write the figures (and the machine) here")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--pg-workers", type=int, default=2)
+    parser.add_argument("--profile", choices=("auto", "always", "never"),
+                        help="py-spy when a target is missed (default; never with --quick)")  # fmt: skip
+    parser.add_argument(
+        "--tests-wait", type=float, help="s to wait for a pytest run to end (600; 0 with --quick)"
+    )
+    parser.add_argument(
+        "--quiet-wait", type=float, help="s to wait for idle CPUs (30; 0 with --quick)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the working directory (logs)")
+    args = parser.parse_args(argv)
+    if args.list or not args.scenarios:
+        for name in SCENARIOS:
+            module = scenario(name)
+            print(f"{name:<14} {module.ABOUT}\n{'':<14} sizes: {module.FULL}")
+        return 0
+    names = list(SCENARIOS) if args.scenarios == ["all"] else args.scenarios
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown or shutil.which("wrk") is None:
+        parser.error(
+            f"unknown scenario {unknown}" if unknown else "wrk is missing: apt-get install -y wrk"
+        )
+    core.QUIET["tests_wait"] = (
+        args.tests_wait if args.tests_wait is not None else 0 if args.quick else 600
+    )
+    core.QUIET["wait"] = args.quiet_wait if args.quiet_wait is not None else 0 if args.quick else 30
+    profile = args.profile or ("never" if args.quick else "auto")
+    backends = args.backends or ["sqlite", "postgres"]
+    work = Path(tempfile.mkdtemp(prefix="fgcpay-bench-"))
+    ctx = Ctx(work, args.quick, profile, specs())
+    info = machine() | {"command": "python -m bench " + shlex.join(argv), "quick": args.quick}
+    cluster, failed = None, []
+    try:
+        if "postgres" in backends:
+            cluster = core.durable_cluster()
+        for name in names:
+            ctx.scenario, module = name, scenario(name)
+            p = params(module, args.quick, args.set)
+            for backend in backends:
+                try:
+                    trio.run(run_backend, ctx, module, name, backend, p, cluster, args.pg_workers)
+                except Exception:  # the others still run
+                    failed.append(f"{name} on {backend}")
+                    core.log(f"{name} on {backend} FAILED:\n{traceback.format_exc()}")
+            print(f"\n## {name}\n\n{table(ctx.specs, [f for f in ctx.figures if f.scenario == name])}\n",
+                  flush=True)  # fmt: skip
+    except KeyboardInterrupt:
+        core.log("interrupted")
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        info |= {"load_end": core.loadavg(), "other_max_pct": max(core.OTHERS, default=0.0),
+                 "finished": time.strftime("%Y-%m-%d %H:%M"), "failed": failed}  # fmt: skip
+        print(machine_line(info))
+        for text in ctx.profiles:
+            print(f"\n{text}")
+        if args.json:
+            args.json.write_text(json.dumps(ctx.as_json(info), indent=1))
+        if args.keep:
+            core.log(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

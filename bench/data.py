@@ -1,0 +1,161 @@
+"""Rows loaded straight into the service's database before a measurement (bench/core.py
+`Db.load`), built with the domain's own records in the storage modules' column order, so
+they are what the service itself would have written."""
+
+from __future__ import annotations
+
+import operator
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import attrs
+from fgcpay.domain import ids, periods, refunds
+from fgcpay.domain.checkout import CREATED, EXPIRED, PAID, CheckoutSession
+from fgcpay.domain.money import format_fgc
+from fgcpay.domain.subscriptions import ACTIVE, Subscription
+from fgcpay.domain.transactions import PAYMENT, SUBSCRIPTION_CHARGE, Transaction
+from fgcpay.storage import checkout_sessions, subscriptions, transactions
+from fgcpay.storage import refunds as refund_rows
+
+Table = tuple[str, str, list[tuple[Any, ...]]]
+MINUTE, DAY = 60_000_000, periods.DAY_US
+BALANCE = "merchant_id, shard, paid_minor, refunded_minor, pending_minor, transaction_count"
+
+
+def now_us() -> int:
+    return int(time.time() * 1_000_000)
+
+
+def table(name: str, columns: str, records: list[Any]) -> Table:
+    """Records as rows of `name`, in the order of a storage module's COLUMNS."""
+    names = ("metadata_json" if c == "metadata" else c for c in columns.split(", "))
+    get = operator.attrgetter(*names)
+    return name, columns, [get(record) for record in records]
+
+
+def session(merchant: str, status: str, created: int, amount: int) -> CheckoutSession:
+    paid = created + 60 * 1_000_000 if status == PAID else None
+    return CheckoutSession(
+        id=ids.checkout_session_id(), merchant_id=merchant, status=status, version=1 + (status != CREATED),
+        amount_minor=amount, currency="FGC", eur_cents=amount, description="bench order",
+        success_url="https://shop.example/ok", cancel_url="https://shop.example/cancel",
+        customer_email=None, customer_reference=None, external_reference=None,
+        metadata_json="{}", created_at=created, updated_at=paid or created,
+        expires_at=created + (60 * 1_000_000 if status == EXPIRED else DAY), paid_at=paid,
+    )  # fmt: skip
+
+
+def sessions(merchant: str, count: int, rng: random.Random) -> tuple[Table, str]:
+    """`count` sessions over the last 23 hours, oldest first: 80 % created (not expiring
+    during the run, so the sweeper has nothing to do), 15 % paid, 5 % expired; and the
+    id at 10 % of them, 90 % deep in the newest-first list."""
+    end = now_us() - 10 * MINUTE
+    start, made = end - 23 * 60 * MINUTE, []
+    for i in range(count):
+        roll = rng.random()
+        status = CREATED if roll < 0.8 else PAID if roll < 0.95 else EXPIRED
+        made.append(
+            session(
+                merchant, status, start + (end - start) * i // count, rng.randrange(100, 100_000)
+            )
+        )
+    return table("checkout_sessions", checkout_sessions.COLUMNS, made), made[count // 10].id
+
+
+@dataclass
+class Ledger:
+    tables: list[Table]
+    want: dict[str, Any]  # the balance's figures
+    cursors: list[str]  # ledger rows at random depths
+    refund_cursors: list[str]  # refund entries at random depths
+    refundable: list[str]  # paid sessions never refunded
+    one: str  # a paid session to refund 0.01 at a time
+
+
+def ledger(merchant: str, count: int, refundable: int, rng: random.Random) -> Ledger:
+    """A year of one merchant's ledger, `count` rows: 20 % monthly subscription charges
+    (with their active subscriptions, none due during the run), 5 % approved refunds of
+    payments and charges at least a week old (60 % of the whole amount; the refunds, their
+    negative entries and the payments' reservations), the rest payments of paid sessions
+    (with the sessions); the balance's running totals to agree."""
+    now = now_us()
+    start = now - 365 * DAY
+    common = {"merchant_id": merchant, "currency": "FGC", "customer_code": "TEST-0001"}
+    subs: list[Subscription] = []
+    paid: list[Transaction] = []
+    while len(paid) < count * 0.20:
+        anchor = start + rng.randrange(30 * DAY)
+        n = next(p for p in range(14) if periods.period_start(anchor, "monthly", p) > now)
+        renews, last = (periods.period_start(anchor, "monthly", p) for p in (n, n - 1))
+        if renews < now + DAY:  # nothing falls due while the bench runs
+            continue
+        amount = rng.choice((500, 990, 1250, 2900, 4900))
+        sub = Subscription(
+            **common, id=ids.subscription_id(), status=ACTIVE, version=n + 1, interval="monthly",
+            amount_minor=amount, eur_cents=amount, description="bench plan",
+            merchant_customer_reference=f"customer-{len(subs)}", customer_email=None,
+            success_url="https://shop.example/ok", cancel_url="https://shop.example/cancel",
+            external_reference=None, metadata_json="{}", max_total_minor=None, end_date=None,
+            test_clock_id=None, created_at=anchor - MINUTE, updated_at=last, approved_at=anchor,
+            charge_count=n, charged_total_minor=n * amount, current_period_start=last,
+            current_period_end=renews, next_action_at=renews,
+        )  # fmt: skip
+        subs.append(sub)
+        paid += [Transaction(**common, id=ids.transaction_id(), kind=SUBSCRIPTION_CHARGE,
+                             checkout_session_id=None, amount_minor=amount, subscription_id=sub.id,
+                             created_at=periods.period_start(anchor, "monthly", p), period=p)
+                 for p in range(n)]  # fmt: skip
+    n_refunds = round(count * 0.05)
+    bought = [session(merchant, PAID, rng.randrange(start, now - 20 * MINUTE), rng.randrange(100, 100_000))
+              for _ in range(count - len(paid) - n_refunds)]  # fmt: skip
+    paid += [Transaction(**common, id=ids.transaction_id(), kind=PAYMENT, checkout_session_id=s.id,
+                         amount_minor=s.amount_minor, created_at=s.paid_at or 0) for s in bought]  # fmt: skip
+    old = [i for i, t in enumerate(paid) if t.created_at < now - 7 * DAY]
+    made, entries = [], []
+    for i in rng.sample(old, n_refunds):
+        payment = paid[i]
+        amount = (
+            payment.amount_minor if rng.random() < 0.6 else rng.randrange(1, payment.amount_minor)
+        )
+        asked = payment.created_at + rng.randrange(5 * MINUTE, 3 * DAY)
+        approved = asked + rng.randrange(5 * MINUTE, 3 * DAY)
+        refund = refunds.Refund(
+            id=ids.refund_id(), merchant_id=merchant, status=refunds.APPROVED, version=2,
+            amount_minor=amount, currency="FGC", transaction_id=payment.id,
+            checkout_session_id=payment.checkout_session_id,
+            subscription_id=payment.subscription_id, reason="requested_by_customer",
+            metadata_json="{}", created_at=asked, updated_at=approved, reviewed_at=approved,
+        )  # fmt: skip
+        made.append(refund)
+        entries.append(
+            refunds.ledger_entry(
+                refund, payment, transaction_id=ids.transaction_id(), now_us=approved
+            )
+        )
+        paid[i] = attrs.evolve(payment, refund_reserved_minor=amount)
+    for rows in (subs, paid, bought, made, entries):  # as a year's writes lie on disk
+        rows.sort(key=operator.attrgetter("created_at"))
+    paid_minor, refunded_minor = (
+        sum(t.amount_minor for t in paid),
+        sum(r.amount_minor for r in made),
+    )
+    untouched = [t for t in paid if t.kind == PAYMENT and not t.refund_reserved_minor]
+    rng.shuffle(untouched)
+    return Ledger(
+        tables=[
+            table("checkout_sessions", checkout_sessions.COLUMNS, bought),
+            table("subscriptions", subscriptions.COLUMNS, subs),
+            table("transactions", transactions.COLUMNS, paid),
+            table("refunds", refund_rows.COLUMNS, made),
+            table("transactions", transactions.COLUMNS, entries),  # after their refunds
+            ("balance_shards", BALANCE, [(merchant, 0, paid_minor, refunded_minor, 0, count)]),
+        ],
+        want={"paid_total_fgc": format_fgc(paid_minor), "refunded_fgc": format_fgc(refunded_minor),
+              "transaction_count": count},
+        cursors=[t.id for t in rng.sample(paid + entries, min(1000, count))],
+        refund_cursors=[t.id for t in rng.sample(entries, min(1000, len(entries)))],
+        refundable=[str(t.checkout_session_id) for t in untouched[:refundable]],
+        one=str(max(untouched[refundable:], key=operator.attrgetter("amount_minor")).checkout_session_id),
+    )  # fmt: skip

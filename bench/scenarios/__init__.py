@@ -1,0 +1,1 @@
+"""One module per scenario of `python -m bench` (see bench/suite.py)."""

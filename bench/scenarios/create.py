@@ -1,0 +1,79 @@
+"""Creates against the ceiling of the same stack, measured in the same run.
+
+The service runs with its request log on (FGCPAY_LOG_LEVEL=INFO: one JSON line per
+request, as an operator runs it); wrk posts the create body with a Bearer key. The
+ceiling is bench/echo_app.py: QuartTrio on hypercorn's trio worker with the server
+settings of `fgcpay serve`, answering the same request (path, headers, body) with that
+body. Each side runs `rounds` times, alternating, so that a change in the machine's load
+touches both; the ratio is of the medians. On PostgreSQL also the same load on 1 worker:
+how much the second adds.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Any
+
+from ..core import CREATE_BODY, CREATE_PATH, Backend, echo_server, quiet, running
+from ..pyspy import profile
+from ..suite import Ctx, Spec
+from ..wrk import Load, script, wrk
+
+ABOUT = "POST /checkout/sessions (request log at INFO) against the quart-trio echo ceiling"
+FIGURES = {
+    "ratio": Spec(
+        "creates / echo ceiling, same body and headers",
+        "x",
+        {"sqlite": 0.8, "postgres": 0.7},
+        higher=True,
+    ),  # fmt: skip
+    "cpu": Spec("service CPU per create", "ms"),
+    "scaling": Spec("creates, 2 workers / 1 worker", "x", {"postgres": 1.8}, higher=True),
+}
+FULL = {"seconds": 15.0, "warmup": 3.0, "connections": 64, "rounds": 1, "profile_seconds": 10}
+QUICK = {"seconds": 2.0, "warmup": 0.5}
+
+
+async def run(ctx: Ctx, b: Backend, p: Any) -> None:
+    _, key = b.merchant()
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    lua = script(b.cwd, "create", "POST", CREATE_PATH, 201, headers, json.dumps(CREATE_BODY))
+    creates: list[Load] = []
+    echoes: list[Load] = []
+
+    async def measure(server: Any, into: list[Load], db: int | None) -> None:
+        await quiet()
+        into.append(await wrk(server, lua, p.seconds, p.connections, p.warmup, db=db))
+
+    service = b.server(FGCPAY_LOG_LEVEL="INFO")
+    echo = echo_server(b.cwd, b.workers)
+    async with running(service), running(echo):
+        for _ in range(p.rounds):
+            await measure(service, creates, b.db_pid)
+            await measure(echo, echoes, None)
+        create, ceiling = (sorted(x, key=lambda x: x.rps)[len(x) // 2] for x in (creates, echoes))
+        rps = statistics.median(x.rps for x in creates)
+        bad = sum(x.bad for x in creates + echoes)
+        missed = ctx.add(b, "ratio", rps / statistics.median(x.rps for x in echoes),
+                         f"{rps:,.0f} vs {statistics.median(x.rps for x in echoes):,.0f} req/s; "
+                         f"CPU {create.cpu()} vs {ceiling.cpu()} ms/req"
+                         + (f"; {bad} bad answers" if bad else ""))  # fmt: skip
+        ctx.add(
+            b,
+            "cpu",
+            create.window.server_cpu * 1000 / max(create.requests, 1),
+            f"+pg {create.window.db_cpu * 1000 / max(create.requests, 1):.2f} ms"
+            if b.db_pid
+            else "",
+        )
+        if ctx.want_profile(missed):
+            for label, server in ((f"create-{b.name}", service), (f"echo-{b.name}", echo)):
+                ctx.profiles.append(await profile(
+                    label, server.pids(), p.profile_seconds, b.cwd,
+                    lambda s=server: wrk(s, lua, p.profile_seconds + 2, p.connections)))  # fmt: skip
+    if b.workers > 1:
+        async with running(b.server("fgcpay-1w", workers=1, FGCPAY_LOG_LEVEL="INFO")) as one:
+            await quiet()
+            single = await wrk(one, lua, p.seconds, p.connections, p.warmup, db=b.db_pid)
+        ctx.add(b, "scaling", rps / single.rps, f"{rps:,.0f} vs {single.rps:,.0f} req/s")

@@ -1,0 +1,59 @@
+"""The checkout session list and one session, with `rows` sessions stored: each page
+`requests` times one at a time on one keep-alive connection (latency without queueing).
+
+The rows are loaded straight into the database with the service stopped (one
+transaction, COPY on PostgreSQL, then ANALYZE); then the service starts and reads
+`?limit=20` (the first page), `&status=paid`, `&starting_after=<id 90 % deep>` and
+`GET /checkout/sessions/{id}`.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from ..clients import ms, reads
+from ..core import CREATE_PATH, Backend, Db, Window, percentile, quiet
+from ..data import sessions
+from ..pyspy import profile
+from ..suite import Ctx, Spec
+
+ABOUT = "GET /checkout/sessions (first page, status=paid, 90 % deep) and one by id, 1M sessions"
+FIGURES = {
+    "p99": Spec("session list p99, worst of first page / status=paid / 90 % deep", "ms", 20.0),
+    "get": Spec("one session by id, p99", "ms", {"sqlite": 10.0, "postgres": 20.0}, proposed=True),
+}
+FULL = {"rows": 1_000_000, "requests": 3000, "warmup": 100, "profile_seconds": 10}
+QUICK = {"rows": 5000, "requests": 200, "warmup": 20}
+
+
+async def run(ctx: Ctx, b: Backend, p: Any) -> None:
+    merchant, key = b.merchant()
+    rows, deep = sessions(merchant, p.rows, random.Random(7))
+    db = Db(b.url)
+    db.load([rows])
+    db.close()
+    one = rows[2][len(rows[2]) // 2][0]
+    pages = {
+        "first page": lambda: f"{CREATE_PATH}?limit=20",
+        "status=paid": lambda: f"{CREATE_PATH}?limit=20&status=paid",
+        "90 % deep": lambda: f"{CREATE_PATH}?limit=20&starting_after={deep}",
+        "by id": lambda: f"{CREATE_PATH}/{one}",
+    }
+    headers = {"Authorization": f"Bearer {key}"}
+    async with b.serve() as server:
+        await quiet()
+        with Window(server.pid, b.db_pid) as window:
+            took = await reads(server.port, pages, headers, p.requests, p.warmup)
+        cpu = f"CPU {window.per(p.requests * len(pages))} ms/req"
+        lists = {k: v for k, v in took.items() if k != "by id"}
+        worst = max(lists, key=lambda k: percentile(lists[k], 99))
+        missed = ctx.add(b, "p99", percentile(lists[worst], 99),
+                         ", ".join(f"{k} {percentile(v, 99):.2f}" for k, v in lists.items())
+                         + f" ms; {p.rows:,} rows; {cpu}")  # fmt: skip
+        ctx.add(b, "get", percentile(took["by id"], 99), ms(took["by id"]))
+        if ctx.want_profile(missed):
+            only = {worst: pages[worst]}
+            ctx.profiles.append(await profile(
+                f"list-{b.name}", server.pids(), p.profile_seconds, b.cwd,
+                lambda: reads(server.port, only, headers, 100_000, 0), idle=True))  # fmt: skip

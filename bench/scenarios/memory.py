@@ -1,0 +1,79 @@
+"""Memory after `sessions` distinct checkout sessions touched, each created (API), read
+(`GET /checkout/sessions/{id}`) and paid (its page, then the confirm form), from
+`clients` connections at once; then idle. Every service process's RSS is read once
+`warmup` sessions have been touched (the idle service with its code paths loaded: the
+first requests compile templates and import lazily; the fresh start is shown too), right
+after the load, and `settle` s later, once the actors' idle time
+(FGCPAY_ACTOR_IDLE_SECONDS, 60 s) has passed. It also replaces the soak of 100,000
+creates: the rate of the load's last tenth against its first (no decay).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from ..clients import confirm, create, expect, in_parallel, open_page
+from ..core import CREATE_PATH, Backend, Window, quiet, rss_mib
+from ..minihttp import Connection
+from ..suite import Ctx, Spec
+
+ABOUT = "RSS after 100,000 sessions created, read and paid, then idle; and no decay over them"
+FIGURES = {
+    "memory": Spec("RSS after the sessions and the settle time / idle", "x", 1.2),
+    "steady": Spec(
+        "sessions touched/s, last tenth / first tenth", "x", 0.9, higher=True, proposed=True
+    ),
+}
+FULL = {"sessions": 100_000, "warmup": 500, "clients": 32, "settle": 70.0, "actor_idle": 0.0}
+# Quick: actors idle after 1 s (0: the service's default), so that 3 s settle them.
+QUICK = {"sessions": 1000, "warmup": 100, "clients": 16, "settle": 3.0, "actor_idle": 1.0}
+
+
+async def touch(port: int, key: str, count: int, clients: int) -> list[float]:
+    """`count` sessions created, read and paid from `clients` connections; when each was done."""
+    done: list[float] = []
+    left = iter(range(count))
+    headers = {"Authorization": f"Bearer {key}"}
+
+    async def client(_: int) -> None:
+        conn = Connection("127.0.0.1", port)
+        for _ in left:
+            page = await create(conn, key)
+            expect(
+                await conn.request("GET", f"{CREATE_PATH}/{page.id}", headers), 200, "GET session"
+            )
+            await open_page(conn, page)
+            done.append((await confirm(conn, page)).done_at)
+        await conn.aclose()
+
+    await in_parallel(clients, client)
+    return done
+
+
+async def run(ctx: Ctx, b: Backend, p: Any) -> None:
+    _, key = b.merchant()
+    idle_env = {"FGCPAY_ACTOR_IDLE_SECONDS": str(p.actor_idle)} if p.actor_idle else {}
+    async with b.serve(**idle_env) as server:
+        pids = server.all_pids()
+        fresh = [rss_mib(pid) for pid in pids]
+        await touch(server.port, key, p.warmup, p.clients)
+        idle = [rss_mib(pid) for pid in pids]
+        await quiet()
+        with Window(server.pid, b.db_pid) as window:
+            done = await touch(server.port, key, p.sessions, p.clients)
+        after = [rss_mib(pid) for pid in pids]
+        await trio.sleep(p.settle)
+        settled = [rss_mib(pid) for pid in pids]
+    rss = "; ".join(
+        f"{a:.1f} / {b_:.1f} / {c:.1f} / {d:.1f}"
+        for a, b_, c, d in zip(fresh, idle, after, settled, strict=True)
+    )
+    ctx.add(b, "memory", max(d / a for a, d in zip(idle, settled, strict=True) if a),
+            f"{p.sessions:,} sessions; MiB at start / idle after {p.warmup} / after the load / "
+            f"{p.settle:.0f} s later, each process: {rss}")  # fmt: skip
+    tenth = len(done) // 10
+    rate = [tenth / (chunk[-1] - chunk[0]) for chunk in (done[:tenth], done[-tenth:])]
+    ctx.add(b, "steady", rate[1] / rate[0], f"{rate[1]:,.0f} vs {rate[0]:,.0f} sessions/s; "
+            f"{len(done) / window.seconds:,.0f}/s overall; CPU {window.per(len(done))} ms/session")  # fmt: skip

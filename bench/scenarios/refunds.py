@@ -1,0 +1,105 @@
+"""Refunds created and reviewed, on a ledger of `rows` rows (bench/data.py `ledger`).
+
+`clients` connections at once POST /refunds (1.00 each, an Idempotency-Key each) of
+`refunds` distinct paid sessions, then `one_payment` refunds of 0.01 of one payment (serial
+by design: the payment's actor decides its refundable rest one refund at a time). Then
+the first `latency` of those refunds are approved one at a time (`POST
+/test_helpers/refunds/{id}/approve`: the refund, its negative ledger entry and its event
+in one transaction), the rest from `clients` connections, and GET /refunds is read one
+at a time. Afterwards every answer must have been 201 / 200, and `fgcpay ledger verify`
+must agree with the balance.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from ..clients import burst, ms, reads
+from ..core import Backend, Db, Window, percentile, quiet
+from ..data import ledger
+from ..suite import Ctx, Spec
+
+ABOUT = "POST /refunds (distinct payments, one payment), review (approve), GET /refunds"
+FIGURES = {
+    "create": Spec(
+        "refunds created, distinct payments",
+        "/s",
+        {"sqlite": 400.0, "postgres": 250.0},
+        higher=True,
+        proposed=True,
+    ),  # fmt: skip
+    "one_payment": Spec("refunds created, one payment", "/s"),
+    "review": Spec(
+        "refund approved, one at a time, p99",
+        "ms",
+        {"sqlite": 15.0, "postgres": 30.0},
+        proposed=True,
+    ),  # fmt: skip
+    "reviews": Spec(
+        "refunds approved", "/s", {"sqlite": 400.0, "postgres": 250.0}, higher=True, proposed=True
+    ),  # fmt: skip
+    "list": Spec(
+        "GET /refunds p99, first page and status=pending_review",
+        "ms",
+        {"sqlite": 10.0, "postgres": 20.0},
+        proposed=True,
+    ),  # fmt: skip
+}
+FULL = {"rows": 100_000, "refunds": 5000, "one_payment": 1000, "clients": 32, "latency": 500,
+        "requests": 1000, "warmup": 50}  # fmt: skip
+QUICK = {
+    "rows": 5000,
+    "refunds": 300,
+    "one_payment": 50,
+    "latency": 50,
+    "requests": 100,
+    "warmup": 10,
+}
+
+
+async def run(ctx: Ctx, b: Backend, p: Any) -> None:
+    merchant, key = b.merchant()
+    rows = ledger(merchant, p.rows, p.refunds, random.Random(7))
+    db = Db(b.url)
+    db.load(rows.tables)
+    db.close()
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    bodies = {
+        "create": [{"checkout_session_id": s, "amount_fgc": "1.00"} for s in rows.refundable],
+        "one_payment": [{"checkout_session_id": rows.one, "amount_fgc": "0.01"}] * p.one_payment,
+    }
+    ok = True
+    async with b.serve() as server:
+        for name, body in bodies.items():
+            await quiet()
+            calls = [("/api/v1/refunds", json.dumps(x).encode()) for x in body]
+            with Window(server.pid, b.db_pid) as window:
+                seconds, statuses, took = await burst(server.port, calls, headers, p.clients)
+            ok &= statuses == {201: len(body)}
+            ctx.add(b, name, len(body) / seconds, f"{len(body):,} from {p.clients} connections; "
+                    f"p99 {percentile(took, 99):.1f} ms; CPU {window.per(len(body))} ms/refund; {statuses}")  # fmt: skip
+        db = Db(b.url)
+        made = [r[0] for r in db.conn.execute("SELECT id FROM refunds WHERE status = 'pending_review'"
+                                               " ORDER BY created_at").fetchall()]  # fmt: skip
+        db.close()
+        await quiet()
+        first = [(f"/api/v1/test_helpers/refunds/{r}/approve", b"") for r in made[: p.latency]]
+        _, statuses, took = await burst(server.port, first, headers, 1)
+        ctx.add(b, "review", percentile(took, 99), ms(took))
+        rest = [(f"/api/v1/test_helpers/refunds/{r}/approve", b"") for r in made[p.latency :]]
+        with Window(server.pid, b.db_pid) as window:
+            seconds, more, _ = await burst(server.port, rest, headers, p.clients)
+        ok &= statuses == {200: len(first)} and more == {200: len(rest)}
+        ctx.add(b, "reviews", len(rest) / seconds, f"{len(rest):,} from {p.clients} connections; "
+                f"CPU {window.per(len(rest))} ms/review")  # fmt: skip
+        await quiet()
+        took2 = await reads(server.port, {
+            "first page": lambda: "/api/v1/refunds?limit=20",
+            "pending": lambda: "/api/v1/refunds?limit=20&status=pending_review",
+        }, headers, p.requests, p.warmup)  # fmt: skip
+        worst = max(percentile(v, 99) for v in took2.values())
+        ok &= b.ledger_ok()
+        ctx.add(b, "list", worst, ", ".join(f"{k} {percentile(v, 99):.2f}" for k, v in took2.items())
+                + " ms" + ("" if ok else "; NOT EVERY ANSWER 201/200, OR `ledger verify` DISAGREES"))  # fmt: skip

@@ -1,0 +1,116 @@
+"""Subscriptions and test clocks.
+
+Creates: wrk posts `POST /subscriptions` (a monthly plan) from `connections` connections
+for `seconds` s, after a warm-up. Approvals: `approvals` subscriptions, each created and
+approved on its hosted page one at a time (GET the page, POST the form: 303; the first
+charge is made in the approval's transaction), on a test clock. Then the clock is
+advanced a month: from the POST to the moment it reads `ready`, every subscription on it
+renewed. Lists: `GET /subscriptions` and `GET /test_clocks`, one at a time, with the
+subscriptions of the load present.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import trio
+
+from ..clients import api, confirm, create, expect, ms, open_page, reads
+from ..core import Backend, Db, percentile, quiet
+from ..minihttp import Connection
+from ..suite import Ctx, Spec
+from ..wrk import script, wrk
+
+ABOUT = (
+    "POST /subscriptions (wrk), approval on the hosted page, a test clock advanced a month, lists"
+)
+READ = {"sqlite": 10.0, "postgres": 20.0}
+FIGURES = {
+    "create": Spec(
+        "subscriptions created",
+        "/s",
+        {"sqlite": 500.0, "postgres": 500.0},
+        higher=True,
+        proposed=True,
+    ),  # fmt: skip
+    "approve": Spec(
+        "approval form POST on the hosted page, p99",
+        "ms",
+        {"sqlite": 15.0, "postgres": 30.0},
+        proposed=True,
+    ),  # fmt: skip
+    "advance": Spec("test clock advanced a month, until `ready`", "s", 1.0, proposed=True),
+    "list": Spec("GET /subscriptions and GET /test_clocks p99", "ms", READ, proposed=True),
+}
+FULL = {"seconds": 15.0, "warmup": 3.0, "connections": 64, "approvals": 200, "requests": 1000}
+QUICK = {"seconds": 2.0, "warmup": 0.5, "approvals": 20, "requests": 100}
+PATH = "/api/v1/subscriptions"
+PLAN = {"amount_fgc": "9.90", "currency": "FGC", "interval": "monthly", "description": "bench plan",
+        "merchant_customer_reference": "customer-1", "success_url": "https://shop.example/ok",
+        "cancel_url": "https://shop.example/cancel"}  # fmt: skip
+
+
+def rfc3339(us: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(us / 1e6))
+
+
+async def run(ctx: Ctx, b: Backend, p: Any) -> None:
+    _, key = b.merchant()
+    lua = script(b.cwd, "subscribe", "POST", PATH, 201, api(key), json.dumps(PLAN))
+    async with b.serve() as server:
+        await quiet()
+        load = await wrk(server, lua, p.seconds, p.connections, p.warmup, db=b.db_pid)
+        ctx.add(b, "create", load.rps, f"{load.requests:,} in {load.seconds:.1f} s, "
+                f"{p.connections} connections; CPU {load.cpu()} ms/create" + (f"; {load.bad} bad" if load.bad else ""))  # fmt: skip
+        conn, browser = Connection("127.0.0.1", server.port), Connection("127.0.0.1", server.port)
+        now = int(time.time()) * 1_000_000
+        made = await conn.request("POST", "/api/v1/test_clocks", api(key),
+                                  json.dumps({"frozen_time": rfc3339(now)}).encode())  # fmt: skip
+        clock = json.loads(expect(made, 201, "POST /test_clocks").body)["id"]
+        await quiet()
+        took = []
+        for _ in range(p.approvals):
+            page = await create(conn, key, PATH, PLAN | {"test_clock": clock})
+            await open_page(browser, page)
+            answer = await confirm(browser, page)
+            took.append((answer.done_at - answer.sent_at) * 1000)
+        ctx.add(b, "approve", percentile(took, 99), ms(took))
+        await quiet()
+        body = json.dumps({"frozen_time": rfc3339(now + 32 * 86_400_000_000)}).encode()
+        started = trio.current_time()
+        expect(
+            await conn.request("POST", f"/api/v1/test_clocks/{clock}/advance", api(key), body),
+            200,
+            "advance",
+        )
+        while (
+            json.loads((await conn.request("GET", f"/api/v1/test_clocks/{clock}", api(key))).body)[
+                "status"
+            ]
+            != "ready"
+        ):
+            await trio.sleep(0.005)
+        seconds, db = trio.current_time() - started, Db(b.url)
+        renewed = db.value("SELECT COUNT(*) FROM transactions WHERE period = 1")
+        db.close()
+        ctx.add(
+            b,
+            "advance",
+            seconds,
+            f"{renewed} of the {p.approvals} subscriptions on the clock renewed",
+        )
+        for c in (conn, browser):
+            await c.aclose()
+        await quiet()
+        got = await reads(server.port, {"subscriptions": lambda: f"{PATH}?limit=20",
+                                        "test clocks": lambda: "/api/v1/test_clocks?limit=20"},
+                          api(key), p.requests, p.requests // 20)  # fmt: skip
+        ctx.add(
+            b,
+            "list",
+            max(percentile(v, 99) for v in got.values()),
+            ", ".join(f"{k} {percentile(v, 99):.2f}" for k, v in got.items())
+            + f" ms; {load.requests:,} subscriptions",
+        )
