@@ -51,8 +51,10 @@ async def run_backend(ctx: Ctx, module: ModuleType, name: str, backend: str, p: 
     if backend == "sqlite":
         b = core.Backend("sqlite", f"sqlite:///{cwd}/fgcpay.sqlite3", cwd, 1)
     else:
-        cluster.psql(f"CREATE DATABASE {name}")
-        b = core.Backend("postgres", cluster.url(name), cwd, workers, cluster.postmaster_pid())
+        cluster.psql(f"CREATE DATABASE bench_{name}")
+        b = core.Backend(
+            "postgres", cluster.url(f"bench_{name}"), cwd, workers, cluster.postmaster_pid()
+        )
     core.log(f"{name}, {b.label} ({b.workers} worker(s)): {vars(p)}")
     await module.run(ctx, b, p)
 

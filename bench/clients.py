@@ -7,7 +7,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -85,15 +85,19 @@ async def sign_in(conn: Connection, email: str, password: str) -> dict[str, str]
     return {"Cookie": f"fgc_dashboard_csrf={csrf}; fgc_dashboard_session={session}"}
 
 
-async def reads(port: int, paths: dict[str, Callable[[], str]], headers: dict[str, str],
-                count: int, warmup: int) -> dict[str, list[float]]:  # fmt: skip
+Paths = Mapping[str, str | Callable[[], str]]  # name -> a path, or what draws one each time
+
+
+async def reads(port: int, paths: Paths, headers: dict[str, str], count: int,
+                warmup: int) -> dict[str, list[float]]:  # fmt: skip
     """Each GET `count` times after `warmup` untimed, one at a time on one keep-alive
     connection: ms from the first byte written to the last byte read."""
     conn, out = Connection("127.0.0.1", port), {}
     for name, path in paths.items():
         took = []
         for i in range(warmup + count):
-            r = expect(await conn.request("GET", path(), headers), 200, f"GET {name}")
+            url = path() if callable(path) else path
+            r = expect(await conn.request("GET", url, headers), 200, f"GET {name}")
             if i >= warmup:
                 took.append((r.done_at - r.sent_at) * 1000)
         out[name] = took
@@ -101,8 +105,10 @@ async def reads(port: int, paths: dict[str, Callable[[], str]], headers: dict[st
     return out
 
 
-def ms(values: list[float]) -> str:
-    return f"p50 {percentile(values, 50):.2f}, max {max(values):.2f} ms, n={len(values)}"
+def tail(values: list[float]) -> tuple[float, str]:
+    """The p99 of latencies in ms, and the p50, max and count beside it."""
+    text = f"p50 {percentile(values, 50):.2f}, max {max(values):.2f} ms, n={len(values)}"
+    return percentile(values, 99), text
 
 
 # -- which worker process holds a connection (several workers) ---------------------------
@@ -182,3 +188,10 @@ async def burst(port: int, calls: list[tuple[str, bytes]], headers: dict[str, st
     started = trio.current_time()
     await in_parallel(clients, client)
     return trio.current_time() - started, statuses, took
+
+
+def worst(took: dict[str, list[float]]) -> tuple[float, str, str]:
+    """The worst p99 of several reads, each one's, and the worst one's name."""
+    p99 = {name: percentile(values, 99) for name, values in took.items()}
+    name = max(p99, key=lambda k: p99[k])
+    return p99[name], ", ".join(f"{k} {v:.2f}" for k, v in p99.items()) + " ms", name

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,13 +116,14 @@ def own_cpu() -> float:
 
 
 def rss_mib(pid: int) -> float:
+    """A process's resident memory (0 once it is gone)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
+        status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
-        pass
-    return 0.0
+        return 0.0
+    return next(
+        (int(x.split()[1]) / 1024 for x in status.splitlines() if x.startswith("VmRSS:")), 0.0
+    )
 
 
 def cmdline(pid: int) -> str:
@@ -309,9 +310,8 @@ async def running(server: Server) -> AsyncIterator[Server]:
 
 def echo_server(cwd: Path, workers: int) -> Server:
     """The ceiling: bench/echo_app.py on hypercorn's trio worker, with the settings
-    `fgcpay serve` gives hypercorn (keep-alive 5 s, backlog 1024, no access log).
-    cwd=bench/, so the repository root (whose `http/` is not the standard library's)
-    is not on sys.path."""
+    `fgcpay serve` gives hypercorn (keep-alive 5 s, backlog 1024, no access log). Imported
+    from bench/ alone: the repository root's `http/` is not the standard library's."""
     port = free_port()
     argv = [tool("hypercorn"), "--worker-class", "trio", "--workers", str(workers),
             "--bind", f"127.0.0.1:{port}", "--keep-alive", "5", "--backlog", "1024",
@@ -378,7 +378,7 @@ def durable_cluster() -> Any:
     sys.path.insert(0, str(REPO / "tests"))
     from pg_cluster import PgCluster, find_pg_bin
 
-    class Durable(PgCluster):  # type: ignore[misc]
+    class Durable(PgCluster):
         def start(self) -> None:
             self._run(str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U", "fgcpay",
                       "--auth=trust", "--encoding=UTF8")  # fmt: skip
@@ -402,10 +402,7 @@ def durable_cluster() -> Any:
         run_as = "postgres"
         shutil.chown(root, user=run_as)
         os.chmod(root, 0o700)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    cluster = Durable(bin_dir=bin_dir, root=root, port=port, run_as=run_as)
+    cluster = Durable(bin_dir=bin_dir, root=root, port=free_port(), run_as=run_as)
     cluster.start()
     return cluster
 
@@ -435,28 +432,26 @@ class Backend:
         """What an operator would set for a benchmark: the database, rate limits out of
         the way, warnings only (a scenario that measures with the request log sets
         FGCPAY_LOG_LEVEL=INFO), a loopback webhook receiver allowed."""
+        ours = {
+            "DATABASE_URL": self.url,
+            "RATE_LIMIT_PER_SECOND": "1000000",
+            "RATE_LIMIT_BURST": "1000000",
+            "LOG_LEVEL": "WARNING",
+            "WEBHOOK_ALLOW_PRIVATE": "1",
+        }
         env = {k: v for k, v in os.environ.items() if not k.startswith("FGCPAY_")}
-        return (
-            env
-            | {
-                "FGCPAY_DATABASE_URL": self.url,
-                "FGCPAY_RATE_LIMIT_PER_SECOND": "1000000",
-                "FGCPAY_RATE_LIMIT_BURST": "1000000",
-                "FGCPAY_LOG_LEVEL": "WARNING",
-                "FGCPAY_WEBHOOK_ALLOW_PRIVATE": "1",
-            }
-            | extra
-        )
+        return env | {f"FGCPAY_{k}": v for k, v in ours.items()} | extra  # fmt: skip
 
-    def command(self, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-        """`fgcpay <args>`; its last line of output as JSON."""
-        done = subprocess.run([self.fgcpay, *args], env=env or self.env(), cwd=self.cwd,
+    def command(self, *args: str, check: bool = True) -> Any:
+        """`fgcpay <args>`: its last line of output as JSON (with check=False, whether it
+        exited 0)."""
+        done = subprocess.run([self.fgcpay, *args], env=self.env(), cwd=self.cwd,
                               capture_output=True, text=True, timeout=300)  # fmt: skip
+        if not check:
+            return done.returncode == 0
         if done.returncode != 0:
             raise RuntimeError(f"fgcpay {' '.join(args)}: {done.stdout}{done.stderr}")
-        lines = done.stdout.strip().splitlines()
-        result: dict[str, Any] = json.loads(lines[-1]) if lines else {}
-        return result
+        return json.loads(done.stdout.strip().splitlines()[-1])
 
     def merchant(self, n: int = 0, password: str | None = None) -> tuple[str, str]:
         """`fgcpay merchant create`: (merchant id, API key)."""
@@ -467,9 +462,7 @@ class Backend:
 
     def ledger_ok(self) -> bool:
         """`fgcpay ledger verify`: every running total agrees with the ledger."""
-        argv = [self.fgcpay, "ledger", "verify"]
-        done = subprocess.run(argv, env=self.env(), cwd=self.cwd, capture_output=True)
-        return done.returncode == 0
+        return bool(self.command("ledger", "verify", check=False))
 
     def server(self, tag: str = "fgcpay", workers: int | None = None, **env: str) -> Server:
         """`fgcpay serve --port P --workers N` (not started)."""
@@ -482,7 +475,10 @@ class Backend:
             "--workers",
             str(workers or self.workers),
         ]
-        return Server(tag, argv, self.env(**env), self.cwd, port)
+        return Server(tag, argv, self.env(**env), self.cwd, port)  # fmt: skip
 
-    def serve(self, tag: str = "fgcpay", workers: int | None = None, **env: str) -> Any:
+    def serve(
+        self, tag: str = "fgcpay", workers: int | None = None, **env: str
+    ) -> AbstractAsyncContextManager[Server]:
+        """The same, started; stopped (SIGTERM) on leaving."""
         return running(self.server(tag, workers, **env))

@@ -82,7 +82,11 @@ def ledger(merchant: str, count: int, refundable: int, rng: random.Random) -> Le
     (with the sessions); the balance's running totals to agree."""
     now = now_us()
     start = now - 365 * DAY
-    common = {"merchant_id": merchant, "currency": "FGC", "customer_code": "TEST-0001"}
+    common: dict[str, Any] = {
+        "merchant_id": merchant,
+        "currency": "FGC",
+        "customer_code": "TEST-0001",
+    }
     subs: list[Subscription] = []
     paid: list[Transaction] = []
     while len(paid) < count * 0.20:

@@ -74,12 +74,16 @@ async def profile(label: str, pids: list[int], seconds: int, work: Path,
     for pid, raw in zip(pids, raws, strict=True):
         argv = [tool("py-spy"), "record", "--threads", "-r", "100", "-d", str(seconds),
                 "--full-filenames", "--format", "raw", "-o", str(raw), "--pid", str(pid)] + (["--idle"] * idle)  # fmt: skip
-        spies.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        spies.append(
+            await trio.lowlevel.open_process(
+                argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+        )
     log(f"profiling {label} with py-spy for {seconds} s")
     with trio.move_on_after(seconds + 2):  # a load may run until cancelled
         await load()
     for spy in spies:
-        await trio.to_thread.run_sync(spy.wait)
+        await spy.wait()
     merged = work / f"{label}.raw"
     merged.write_text("".join(r.read_text() for r in raws if r.exists()))
     return f"### {label} (py-spy, {seconds} s{', idle counted' if idle else ''})\n" + summarise(

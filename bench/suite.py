@@ -60,7 +60,12 @@ def cells(spec: Spec, backend: str, value: float | None) -> tuple[str, str, str]
     target = spec.target_for(backend)
     if target is None:
         return "none set", "—", "—"
-    text = (">= " if spec.higher else "< ") + number(target, spec.unit)
+    shown = (
+        f"{target:g}x"
+        if spec.unit == "x"
+        else f"{target:,g}{'' if spec.unit == '/s' else ' '}{spec.unit}"
+    )
+    text = (">= " if spec.higher else "< ") + shown
     text += " (proposed)" if spec.proposed else ""
     if value is None:
         return text, "—", "—"

@@ -15,7 +15,7 @@ import json
 import statistics
 from typing import Any
 
-from ..core import CREATE_BODY, CREATE_PATH, Backend, echo_server, quiet, running
+from ..core import CREATE_BODY, CREATE_PATH, Backend, Server, echo_server, quiet, running
 from ..pyspy import profile
 from ..suite import Ctx, Spec
 from ..wrk import Load, script, wrk
@@ -69,9 +69,12 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
         )
         if ctx.want_profile(missed):
             for label, server in ((f"create-{b.name}", service), (f"echo-{b.name}", echo)):
-                ctx.profiles.append(await profile(
-                    label, server.pids(), p.profile_seconds, b.cwd,
-                    lambda s=server: wrk(s, lua, p.profile_seconds + 2, p.connections)))  # fmt: skip
+
+                async def load(server: Server = server) -> None:
+                    await wrk(server, lua, p.profile_seconds + 2, p.connections)
+
+                seconds = p.profile_seconds
+                ctx.profiles.append(await profile(label, server.pids(), seconds, b.cwd, load))
     if b.workers > 1:
         async with running(b.server("fgcpay-1w", workers=1, FGCPAY_LOG_LEVEL="INFO")) as one:
             await quiet()

@@ -13,8 +13,8 @@ import json
 import random
 from typing import Any
 
-from ..clients import reads
-from ..core import Backend, Db, Window, percentile, quiet
+from ..clients import Paths, reads, worst
+from ..core import Backend, Db, Window, quiet
 from ..data import ledger
 from ..minihttp import Connection
 from ..pyspy import profile
@@ -36,11 +36,11 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
     db.load(rows.tables)
     db.close()
     verified = b.ledger_ok()
-    paths = {
-        "balance": lambda: "/api/v1/balance",
-        "first page": lambda: PAGE,
+    paths: Paths = {
+        "balance": "/api/v1/balance",
+        "first page": PAGE,
         "deep page": lambda: f"{PAGE}&starting_after={rng.choice(rows.cursors)}",
-        "type=refund": lambda: f"{PAGE}&type=refund",
+        "type=refund": f"{PAGE}&type=refund",
         "type=refund, deep": lambda: f"{PAGE}&type=refund&starting_after={rng.choice(rows.refund_cursors)}",
     }  # fmt: skip
     headers = {"Authorization": f"Bearer {key}"}
@@ -51,14 +51,13 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
         conn = Connection("127.0.0.1", server.port)
         balance = json.loads((await conn.request("GET", "/api/v1/balance", headers)).body)
         await conn.aclose()
-        worst = max(took, key=lambda k: percentile(took[k], 99))
+        value, each, name = worst(took)
         agrees = verified and b.ledger_ok() and all(balance[k] == v for k, v in rows.want.items())
-        missed = ctx.add(b, "p99", percentile(took[worst], 99),
-                         ", ".join(f"{k} {percentile(v, 99):.2f}" for k, v in took.items())
-                         + f" ms; {p.rows:,} rows; CPU {window.per(p.requests * len(paths))} ms/req"
+        cpu = window.per(p.requests * len(paths))
+        missed = ctx.add(b, "p99", value, f"{each}; {p.rows:,} rows; CPU {cpu} ms/req"
                          + ("" if agrees else "; THE BALANCE OR `ledger verify` DISAGREES"))  # fmt: skip
         if ctx.want_profile(missed):
-            only = {worst: paths[worst]}
+            only = {name: paths[name]}
             ctx.profiles.append(await profile(
                 f"ledger-{b.name}", server.pids(), p.profile_seconds, b.cwd,
                 lambda: reads(server.port, only, headers, 1_000_000, 0), idle=True))  # fmt: skip

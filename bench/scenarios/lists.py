@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ..clients import ms, reads
-from ..core import CREATE_PATH, Backend, Db, Window, percentile, quiet
+from ..clients import reads, tail, worst
+from ..core import CREATE_PATH, Backend, Db, Window, quiet
 from ..data import sessions
 from ..pyspy import profile
 from ..suite import Ctx, Spec
@@ -35,25 +35,23 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
     db.close()
     one = rows[2][len(rows[2]) // 2][0]
     pages = {
-        "first page": lambda: f"{CREATE_PATH}?limit=20",
-        "status=paid": lambda: f"{CREATE_PATH}?limit=20&status=paid",
-        "90 % deep": lambda: f"{CREATE_PATH}?limit=20&starting_after={deep}",
-        "by id": lambda: f"{CREATE_PATH}/{one}",
+        "first page": f"{CREATE_PATH}?limit=20",
+        "status=paid": f"{CREATE_PATH}?limit=20&status=paid",
+        "90 % deep": f"{CREATE_PATH}?limit=20&starting_after={deep}",
+        "by id": f"{CREATE_PATH}/{one}",
     }
     headers = {"Authorization": f"Bearer {key}"}
     async with b.serve() as server:
         await quiet()
         with Window(server.pid, b.db_pid) as window:
             took = await reads(server.port, pages, headers, p.requests, p.warmup)
-        cpu = f"CPU {window.per(p.requests * len(pages))} ms/req"
-        lists = {k: v for k, v in took.items() if k != "by id"}
-        worst = max(lists, key=lambda k: percentile(lists[k], 99))
-        missed = ctx.add(b, "p99", percentile(lists[worst], 99),
-                         ", ".join(f"{k} {percentile(v, 99):.2f}" for k, v in lists.items())
-                         + f" ms; {p.rows:,} rows; {cpu}")  # fmt: skip
-        ctx.add(b, "get", percentile(took["by id"], 99), ms(took["by id"]))
+        by_id = took.pop("by id")
+        value, each, name = worst(took)
+        cpu = window.per(p.requests * len(pages))
+        missed = ctx.add(b, "p99", value, f"{each}; {p.rows:,} rows; CPU {cpu} ms/req")
+        ctx.add(b, "get", *tail(by_id))
         if ctx.want_profile(missed):
-            only = {worst: pages[worst]}
+            only = {name: pages[name]}
             ctx.profiles.append(await profile(
                 f"list-{b.name}", server.pids(), p.profile_seconds, b.cwd,
                 lambda: reads(server.port, only, headers, 100_000, 0), idle=True))  # fmt: skip

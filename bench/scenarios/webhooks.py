@@ -22,8 +22,8 @@ from typing import Any
 
 import trio
 
-from ..clients import confirm, create, ms, open_page
-from ..core import Backend, Db, Window, free_port, percentile, quiet
+from ..clients import confirm, create, open_page, tail
+from ..core import Backend, Db, Window, free_port, quiet
 from ..minihttp import Connection, clock, serve_ok
 from ..pyspy import profile
 from ..suite import Ctx, Spec
@@ -149,8 +149,13 @@ async def drain(ctx: Ctx, b: Backend, p: Any, merchant: str, endpoint: str, rece
     await trio.sleep(0.5)  # any late duplicates
     await trio.to_thread.run_sync(server.stop)
     n, arrivals = len(receiver.arrivals), receiver.arrivals
-    states = db.conn.execute(f"SELECT status, attempts, COUNT(*) FROM deliveries WHERE created_at >= "
-                             f"{now_us - n} GROUP BY status, attempts").fetchall()  # fmt: skip
+    mine = f"FROM deliveries WHERE created_at >= {now_us - n}"  # the backlog's deliveries
+    states = db.conn.execute(
+        f"SELECT status, attempts, COUNT(*) {mine} GROUP BY status, attempts"
+    ).fetchall()
+    recorded = db.value(
+        f"SELECT COUNT(*) FROM delivery_attempts WHERE delivery_id IN (SELECT id {mine})"
+    )
     db.close()
     if spy:
         return
@@ -159,7 +164,7 @@ async def drain(ctx: Ctx, b: Backend, p: Any, merchant: str, endpoint: str, rece
                      f"-> first {arrivals[0] - launched:.2f} s, -> last {arrivals[-1] - launched:.2f} s; "
                      f"middle 80 % {int(n * 0.8) / (arrivals[int(n * 0.9) - 1] - arrivals[int(n * 0.1)]):,.0f}/s; "
                      f"CPU {window.per(n)} ms/delivery; {receiver.hits - len(receiver.first_seen)} duplicates; "
-                     f"(status, attempts, deliveries) {[tuple(s) for s in states]}")  # fmt: skip
+                     f"(status, attempts, deliveries) {[tuple(s) for s in states]}, {recorded:,} attempts recorded")  # fmt: skip
     if ctx.want_profile(missed):
         await drain(ctx, b, p, merchant, endpoint, receiver, spy=True)
 
@@ -172,6 +177,6 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(serve_ok, receiver.port, receiver.on_request)
         took = await latency(b, key, receiver, p.payments, p.warmup)
-        ctx.add(b, "latency", percentile(took, 99), ms(took))
+        ctx.add(b, "latency", *tail(took))
         await drain(ctx, b, p, merchant, endpoint, receiver)
         nursery.cancel_scope.cancel()
