@@ -21,13 +21,9 @@ _TOKEN = re.compile(rb'name="csrf_token" value="([^"]+)"')
 CUSTOMER = {"customer_code": "TEST-0001", "pin": "1234"}  # a customer whose payments succeed
 
 
-class FlowError(Exception):
-    pass
-
-
 def expect(r: Response, status: int, what: str) -> Response:
     if r.status != status:
-        raise FlowError(f"{what} answered {r.status}: {r.body[:300]!r}")
+        raise RuntimeError(f"{what} answered {r.status}: {r.body[:300]!r}")
     return r
 
 
@@ -57,7 +53,7 @@ async def open_page(conn: Connection, page: Page) -> Response:
     r = expect(await conn.request("GET", page.path, {"Accept": "text/html"}), 200, "page")
     cookie, match = r.cookies().get("fgc_csrf"), _TOKEN.search(r.body)
     if not cookie or not match:
-        raise FlowError("page without fgc_csrf cookie or csrf_token field")
+        raise RuntimeError("page without fgc_csrf cookie or csrf_token field")
     page.cookie, page.token = cookie, match.group(1).decode()
     return r
 
@@ -151,7 +147,7 @@ class WorkerConnections:
                     self.by_pid[pid] = conn
                     return conn
                 spare.append(conn)
-            raise FlowError(f"no connection landed on worker {pid}")
+            raise RuntimeError(f"no connection landed on worker {pid}")
         finally:
             for conn in spare:
                 await conn.aclose()

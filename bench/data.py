@@ -64,6 +64,30 @@ def sessions(merchant: str, count: int, rng: random.Random) -> tuple[Table, str]
     return table("checkout_sessions", checkout_sessions.COLUMNS, made), made[count // 10].id
 
 
+def subscription(merchant: str, anchor: int, charged: int, amount: int, n: int) -> Subscription:
+    """An active monthly subscription approved at `anchor`, `charged` periods charged, the
+    next one due at the end of the current period."""
+    renews, last = (periods.period_start(anchor, "monthly", p) for p in (charged, charged - 1))
+    return Subscription(
+        id=ids.subscription_id(), merchant_id=merchant, status=ACTIVE, version=charged + 1,
+        interval="monthly", amount_minor=amount, currency="FGC", eur_cents=amount,
+        description="bench plan", merchant_customer_reference=f"customer-{n}", customer_email=None,
+        success_url="https://shop.example/ok", cancel_url="https://shop.example/cancel",
+        external_reference=None, metadata_json="{}", max_total_minor=None, end_date=None,
+        test_clock_id=None, created_at=anchor - MINUTE, updated_at=last, approved_at=anchor,
+        customer_code="TEST-0001", charge_count=charged, charged_total_minor=charged * amount,
+        current_period_start=last, current_period_end=renews, next_action_at=renews,
+    )  # fmt: skip
+
+
+def charges(sub: Subscription) -> list[Transaction]:
+    """The ledger rows of its periods charged so far."""
+    return [Transaction(id=ids.transaction_id(), merchant_id=sub.merchant_id, kind=SUBSCRIPTION_CHARGE,
+                        checkout_session_id=None, customer_code="TEST-0001", amount_minor=sub.amount_minor,
+                        currency="FGC", created_at=periods.period_start(sub.approved_at or 0, "monthly", p),
+                        subscription_id=sub.id, period=p) for p in range(sub.charge_count)]  # fmt: skip
+
+
 @dataclass
 class Ledger:
     tables: list[Table]
@@ -92,25 +116,11 @@ def ledger(merchant: str, count: int, refundable: int, rng: random.Random) -> Le
     while len(paid) < count * 0.20:
         anchor = start + rng.randrange(30 * DAY)
         n = next(p for p in range(14) if periods.period_start(anchor, "monthly", p) > now)
-        renews, last = (periods.period_start(anchor, "monthly", p) for p in (n, n - 1))
-        if renews < now + DAY:  # nothing falls due while the bench runs
-            continue
+        if periods.period_start(anchor, "monthly", n) < now + DAY:
+            continue  # nothing falls due while the bench runs
         amount = rng.choice((500, 990, 1250, 2900, 4900))
-        sub = Subscription(
-            **common, id=ids.subscription_id(), status=ACTIVE, version=n + 1, interval="monthly",
-            amount_minor=amount, eur_cents=amount, description="bench plan",
-            merchant_customer_reference=f"customer-{len(subs)}", customer_email=None,
-            success_url="https://shop.example/ok", cancel_url="https://shop.example/cancel",
-            external_reference=None, metadata_json="{}", max_total_minor=None, end_date=None,
-            test_clock_id=None, created_at=anchor - MINUTE, updated_at=last, approved_at=anchor,
-            charge_count=n, charged_total_minor=n * amount, current_period_start=last,
-            current_period_end=renews, next_action_at=renews,
-        )  # fmt: skip
-        subs.append(sub)
-        paid += [Transaction(**common, id=ids.transaction_id(), kind=SUBSCRIPTION_CHARGE,
-                             checkout_session_id=None, amount_minor=amount, subscription_id=sub.id,
-                             created_at=periods.period_start(anchor, "monthly", p), period=p)
-                 for p in range(n)]  # fmt: skip
+        subs.append(subscription(merchant, anchor, n, amount, len(subs)))
+        paid += charges(subs[-1])
     n_refunds = round(count * 0.05)
     bought = [session(merchant, PAID, rng.randrange(start, now - 20 * MINUTE), rng.randrange(100, 100_000))
               for _ in range(count - len(paid) - n_refunds)]  # fmt: skip

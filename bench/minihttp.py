@@ -4,8 +4,8 @@ Why not httpx: the drivers share two cores with the service, so the load generat
 the webhook receiver must cost as little CPU as possible per request (httpx + h11 costs
 about as much as a small handler), and the timestamps must be taken at the socket:
 `sent_at` just before the request's bytes are written, `headers_at` as soon as the status
-line and headers have been read. Only what the drivers need: keep-alive, Content-Length
-or chunked bodies, no TLS.
+line and headers have been read. Only what the drivers need: keep-alive, bodies with a
+Content-Length, no TLS.
 """
 
 from __future__ import annotations
@@ -88,15 +88,8 @@ class Connection:
             data = b""
         elif "content-length" in found:
             data = await self._exactly(int(found["content-length"]))
-        elif "chunked" in found.get("transfer-encoding", "").lower():
-            parts = []
-            while size := int((await self._until(b"\r\n")).split(b";")[0], 16):
-                parts.append(await self._exactly(size))
-                await self._exactly(2)
-            await self._until(b"\r\n")  # no trailers expected
-            data = b"".join(parts)
-        else:
-            raise ConnectionError("response without Content-Length or chunked body")
+        else:  # the service answers with a Content-Length
+            raise ConnectionError("response without Content-Length")
         if found.get("connection", "").lower() == "close":
             await self.aclose()
         return Response(status, parsed, data, sent_at, headers_at, clock())

@@ -58,9 +58,10 @@ def summarise(raw: Path, top: int = 12) -> str:
             inclusive[name] += n
     if not total:
         return "(no samples)"
-    out = [f"main-thread samples: {total}; other threads: "
-           + ", ".join(f"{k} {v}" for k, v in threads.most_common(4))]  # fmt: skip
-    out += [f"  {n / total:6.1%}  {k} (innermost frame)" for k, n in leaves.most_common(top)]
+    others = ", ".join(f"{k} {v}" for k, v in threads.most_common(4)) or "none"
+    out = [f"main-thread samples: {total}; other threads' samples: {others}", "by package:"]
+    out += [f"  {n / total:6.1%}  {k}" for k, n in leaves.most_common(top)]
+    out += ["the service's functions, the time under them:"]
     out += [f"  {n / total:6.1%}  {k}" for k, n in inclusive.most_common(top)]
     return "\n".join(out)
 

@@ -1,13 +1,6 @@
-"""Creates against the ceiling of the same stack, measured in the same run.
-
-The service runs with its request log on (FGCPAY_LOG_LEVEL=INFO: one JSON line per
-request, as an operator runs it); wrk posts the create body with a Bearer key. The
-ceiling is bench/echo_app.py: QuartTrio on hypercorn's trio worker with the server
-settings of `fgcpay serve`, answering the same request (path, headers, body) with that
-body. Each side runs `rounds` times, alternating, so that a change in the machine's load
-touches both; the ratio is of the medians. On PostgreSQL also the same load on 1 worker:
-how much the second adds.
-"""
+"""Creates against the ceiling of the same stack (bench/echo_app.py: the same request
+echoed), both measured in this run, the service with its request log at INFO; on
+PostgreSQL also 2 workers against 1. docs/performance.md, "Creates", says how."""
 
 from __future__ import annotations
 

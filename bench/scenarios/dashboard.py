@@ -1,10 +1,6 @@
-"""The dashboard's pages, signed in, with data present: a ledger of `rows` rows (paid
-sessions, active subscriptions and their charges, approved refunds: bench/data.py
-`ledger`) and `events` delivered events, loaded straight into the database. The merchant
-signs in (`POST /dashboard/sign-in`), then each page is read `requests` times one at a
-time on one keep-alive connection: the home page (the balance and the 30 days' chart),
-each list (its first page), and one checkout session.
-"""
+"""The dashboard's pages, signed in, with a loaded ledger and events: the home page,
+each list's first page and a session's page, one at a time. docs/performance.md,
+"Dashboard"."""
 
 from __future__ import annotations
 

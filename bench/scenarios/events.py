@@ -1,9 +1,6 @@
-"""Events and the webhook delivery log, with `rows` events and as many deliveries stored
-(copies of a real `checkout.session.paid` event, delivered: bench/scenarios/webhooks.py
-`backlog_rows`), loaded straight into the database. Each read `requests` times, one at a
-time on one keep-alive connection: the first page, a page after a random row, one by
-id, and the filters (`type`; `status` and `endpoint_id`).
-"""
+"""GET /events and GET /webhook_deliveries (pages, filters, one by id) with `rows`
+delivered events loaded, one request at a time. docs/performance.md, "Events and
+deliveries"."""
 
 from __future__ import annotations
 

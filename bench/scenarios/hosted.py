@@ -1,17 +1,6 @@
-"""The hosted checkout page: how soon a payment reaches the page's websocket, and how
-many customers a second can pay.
-
-Push: `payments` one at a time after `warmup` untimed: create a session (API), GET its
-page (CSRF cookie and token), open `/checkout/<id>/ws` and read "created", then POST the
-confirm form (TEST-0001, 1234: 303). The figure is from just before the POST's bytes are
-written to the moment "paid" has been read from the websocket. With several workers,
-even payments are confirmed on the worker holding the websocket and odd ones on another
-(`clients.WorkerConnections`), so half the pushes cross processes (LISTEN/NOTIFY). The
-page GET and, once paid, `GET /checkout/<id>/status` are timed too.
-Confirms/s: `customers` at once, each on its own connection, pay `per_customer`
-pre-created sessions one after another (GET the page, POST the confirm), at most
-`seconds`; closed-loop, so their latencies are queueing and not reported.
-"""
+"""The hosted page: confirm -> "paid" at the page's websocket, one payment at a time (with
+several workers half of the confirms sent to another worker than the websocket's), the
+page and status GETs, and customers paying at once. docs/performance.md, "Hosted page"."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""GET /balance and GET /transactions with `rows` ledger rows of one merchant (a year of
-payments, subscription charges and approved refunds: bench/data.py `ledger`), loaded
-straight into the database in one transaction, then ANALYZE; `fgcpay ledger verify`
-must agree before and after. Each read `requests` times, one at a time on one keep-alive
-connection: the balance, the first page of 20, a page after a random row (half a million
-rows deep on average), `type=refund` first and after a random refund entry. Every page
-is a backward range scan of `transactions_list` that stops after 21 rows, at any depth.
-"""
+"""GET /balance and GET /transactions (first page, deep, type=refund) with `rows` ledger
+rows loaded (bench/data.py `ledger`), one request at a time; the balance and `fgcpay
+ledger verify` must agree with the rows. docs/performance.md, "Ledger reads"."""
 
 from __future__ import annotations
 

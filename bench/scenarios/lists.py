@@ -1,11 +1,5 @@
-"""The checkout session list and one session, with `rows` sessions stored: each page
-`requests` times one at a time on one keep-alive connection (latency without queueing).
-
-The rows are loaded straight into the database with the service stopped (one
-transaction, COPY on PostgreSQL, then ANALYZE); then the service starts and reads
-`?limit=20` (the first page), `&status=paid`, `&starting_after=<id 90 % deep>` and
-`GET /checkout/sessions/{id}`.
-"""
+"""The checkout session list (first page, status=paid, 90 % deep) and one session by id,
+with `rows` sessions loaded, one request at a time. docs/performance.md, "Lists"."""
 
 from __future__ import annotations
 

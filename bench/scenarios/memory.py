@@ -1,12 +1,6 @@
-"""Memory after `sessions` distinct checkout sessions touched, each created (API), read
-(`GET /checkout/sessions/{id}`) and paid (its page, then the confirm form), from
-`clients` connections at once; then idle. Every service process's RSS is read once
-`warmup` sessions have been touched (the idle service with its code paths loaded: the
-first requests compile templates and import lazily; the fresh start is shown too), right
-after the load, and `settle` s later, once the actors' idle time
-(FGCPAY_ACTOR_IDLE_SECONDS, 60 s) has passed. It also replaces the soak of 100,000
-creates: the rate of the load's last tenth against its first (no decay).
-"""
+"""RSS of every service process after `sessions` distinct sessions created, read and paid,
+then idle, against the idle service once `warmup` sessions loaded its code paths; and
+the load's last tenth's rate against its first. docs/performance.md, "Memory"."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""Refunds created and reviewed, on a ledger of `rows` rows (bench/data.py `ledger`).
-
-`clients` connections at once POST /refunds (1.00 each, an Idempotency-Key each) of
-`refunds` distinct paid sessions, then `one_payment` refunds of 0.01 of one payment (serial
-by design: the payment's actor decides its refundable rest one refund at a time). Then
-the first `latency` of those refunds are approved one at a time (`POST
-/test_helpers/refunds/{id}/approve`: the refund, its negative ledger entry and its event
-in one transaction), the rest from `clients` connections, and GET /refunds is read one
-at a time. Afterwards every answer must have been 201 / 200, and `fgcpay ledger verify`
-must agree with the balance.
-"""
+"""Refunds created from `clients` connections (distinct payments, then one payment),
+approved one at a time and then at once, and listed, on a loaded ledger; every answer
+201 / 200 and `fgcpay ledger verify` agreeing. docs/performance.md, "Refunds"."""
 
 from __future__ import annotations
 
@@ -49,14 +41,8 @@ FIGURES = {
 }
 FULL = {"rows": 100_000, "refunds": 5000, "one_payment": 1000, "clients": 32, "latency": 500,
         "requests": 1000, "warmup": 50}  # fmt: skip
-QUICK = {
-    "rows": 5000,
-    "refunds": 300,
-    "one_payment": 50,
-    "latency": 50,
-    "requests": 100,
-    "warmup": 10,
-}
+QUICK = {"rows": 5000, "refunds": 300, "one_payment": 50, "latency": 50, "requests": 100,
+         "warmup": 10}  # fmt: skip
 
 
 async def run(ctx: Ctx, b: Backend, p: Any) -> None:

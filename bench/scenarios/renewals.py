@@ -1,16 +1,7 @@
-"""The renewal burst: `count` active monthly subscriptions falling due at one instant,
-renewed by the service as it runs, while the dispatcher delivers each renewal's event.
-
-`merchants` merchants, each with a webhook endpoint pointing at a receiver in this
-process. With the service running, the subscriptions (of TEST-0001, whose renewals pay)
-and their period-0 charges, with the balance's running totals, are inserted straight into
-the database in one transaction, all due at the same past instant: the renewal sweep
-(FGCPAY_EXPIRY_POLL_SECONDS=2) finds them. Renewals/s is the period-1 ledger rows over
-the time from the first to the last (their `created_at`). Then every subscription must
-have exactly one renewal charge, one `subscription.charged` event and its delivery, and
-`fgcpay ledger verify` must agree. Memory: every service process's RSS after the
-actors' idle time (`idle_wait`) against before the load.
-"""
+"""The renewal burst: `count` active subscriptions due at one past instant, loaded while
+the service runs, renewed by its sweep while the dispatcher delivers each renewal's
+event to a receiver here; then the checks, and RSS after the actors' idle time.
+docs/performance.md, "Renewal burst"."""
 
 from __future__ import annotations
 
@@ -18,13 +9,11 @@ import time
 from typing import Any
 
 import trio
-from fgcpay.domain import ids, periods
-from fgcpay.domain.subscriptions import ACTIVE, Subscription
-from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE
-from fgcpay.storage import subscriptions as subscription_rows
+from fgcpay.domain import periods
+from fgcpay.storage import subscriptions, transactions
 
 from ..core import Backend, Db, Window, free_port, quiet, rss_mib
-from ..data import BALANCE, table
+from ..data import BALANCE, charges, now_us, subscription, table
 from ..minihttp import serve_ok
 from ..suite import Ctx, Spec
 
@@ -35,34 +24,20 @@ FIGURES = {
 }
 FULL = {"count": 100_000, "merchants": 4, "timeout": 600.0, "idle_wait": 70.0}
 QUICK = {"count": 2000, "idle_wait": 3.0}
-LEDGER = "id, merchant_id, kind, customer_code, amount_minor, currency, mode, created_at, subscription_id, period"
 
 
 def burst_rows(merchants: list[str], count: int) -> tuple[int, list[Any]]:
     """`count` active monthly subscriptions approved a month ago, all due at one instant
     (already past), their period-0 charges and the balance's totals of those."""
-    anchor = int(time.time() * 1_000_000) - 31 * periods.DAY_US
-    due = periods.period_start(anchor, "monthly", 1)
-    subs, charges = [], []
-    for i in range(count):
-        merchant = merchants[i % len(merchants)]
-        subs.append(Subscription(
-            id=ids.subscription_id(), merchant_id=merchant, status=ACTIVE, version=2,
-            interval="monthly", amount_minor=1250, currency="FGC", eur_cents=1250,
-            description="bench renewal", merchant_customer_reference=f"customer-{i}",
-            customer_email=None, success_url="https://shop.example/ok",
-            cancel_url="https://shop.example/cancel", external_reference=None, metadata_json="{}",
-            max_total_minor=None, end_date=None, test_clock_id=None, created_at=anchor - 1,
-            updated_at=anchor, approved_at=anchor, customer_code="TEST-0001", charge_count=1,
-            charged_total_minor=1250, current_period_start=anchor, current_period_end=due,
-            next_action_at=due,
-        ))  # fmt: skip
-        charges.append((ids.transaction_id(), merchant, SUBSCRIPTION_CHARGE, "TEST-0001", 1250,
-                        "FGC", "test", anchor, subs[-1].id, 0))  # fmt: skip
-    totals = [(m, 0, 1250 * len(subs[i :: len(merchants)]), 0, 0, len(subs[i :: len(merchants)]))
-              for i, m in enumerate(merchants)]  # fmt: skip
-    return due, [table("subscriptions", subscription_rows.COLUMNS, subs),
-                 ("transactions", LEDGER, charges), ("balance_shards", BALANCE, totals)]  # fmt: skip
+    anchor = now_us() - 31 * periods.DAY_US
+    subs = [subscription(merchants[i % len(merchants)], anchor, 1, 1250, i) for i in range(count)]
+    each = [len(subs[i :: len(merchants)]) for i in range(len(merchants))]
+    totals = [(m, 0, 1250 * n, 0, 0, n) for m, n in zip(merchants, each, strict=True)]
+    return subs[0].next_action_at or 0, [
+        table("subscriptions", subscriptions.COLUMNS, subs),
+        table("transactions", transactions.COLUMNS, [c for s in subs for c in charges(s)]),
+        ("balance_shards", BALANCE, totals),
+    ]
 
 
 async def run(ctx: Ctx, b: Backend, p: Any) -> None:

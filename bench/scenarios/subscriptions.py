@@ -1,13 +1,6 @@
-"""Subscriptions and test clocks.
-
-Creates: wrk posts `POST /subscriptions` (a monthly plan) from `connections` connections
-for `seconds` s, after a warm-up. Approvals: `approvals` subscriptions, each created and
-approved on its hosted page one at a time (GET the page, POST the form: 303; the first
-charge is made in the approval's transaction), on a test clock. Then the clock is
-advanced a month: from the POST to the moment it reads `ready`, every subscription on it
-renewed. Lists: `GET /subscriptions` and `GET /test_clocks`, one at a time, with the
-subscriptions of the load present.
-"""
+"""Subscriptions created (wrk), approved on the hosted page one at a time on a test clock,
+the clock advanced a month until `ready`, and the lists. docs/performance.md,
+"Subscriptions and test clocks"."""
 
 from __future__ import annotations
 

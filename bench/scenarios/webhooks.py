@@ -33,13 +33,8 @@ FIGURES = {
     "latency": Spec("payment (303) -> webhook received, p99", "ms", 50.0),
     "drain": Spec("backlog drained, from the service's launch", "/s", 1000.0, higher=True),
 }
-FULL = {
-    "payments": 300,
-    "warmup": 20,
-    "backlog": 10_000,
-    "drain_timeout": 300.0,
-    "profile_seconds": 10,
-}
+FULL = {"payments": 300, "warmup": 20, "backlog": 10_000, "drain_timeout": 300.0,
+        "profile_seconds": 10}  # fmt: skip
 QUICK = {"payments": 30, "warmup": 5, "backlog": 500}
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _SESSION = re.compile(rb"cs_test_[0-9A-Za-z]{24}")
