@@ -97,9 +97,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     names = list(SCENARIOS) if args.scenarios == ["all"] else args.scenarios
     unknown = [n for n in names if n not in SCENARIOS]
+    sizes = {k for n in names if n in SCENARIOS for k in scenario(n).FULL}
+    unknown += [s.partition("=")[0] for s in args.set if s.partition("=")[0] not in sizes]
     if unknown or shutil.which("wrk") is None:
         parser.error(
-            f"unknown scenario {unknown}" if unknown else "wrk is missing: apt-get install -y wrk"
+            f"unknown scenario or size {unknown}"
+            if unknown
+            else "wrk is missing: apt-get install -y wrk"
         )
     core.QUIET["tests_wait"] = (
         args.tests_wait if args.tests_wait is not None else 0 if args.quick else 600

@@ -15,15 +15,10 @@ from ..wrk import Load, script, wrk
 
 ABOUT = "POST /checkout/sessions (request log at INFO) against the quart-trio echo ceiling"
 FIGURES = {
-    "ratio": Spec(
-        "creates / echo ceiling, same body and headers",
-        "x",
-        {"sqlite": 0.8, "postgres": 0.7},
-        higher=True,
-    ),  # fmt: skip
+    "ratio": Spec("creates / echo ceiling, same body and headers", "x", {"sqlite": 0.8, "postgres": 0.7}, higher=True),
     "cpu": Spec("service CPU per create", "ms"),
     "scaling": Spec("creates, 2 workers / 1 worker", "x", {"postgres": 1.8}, higher=True),
-}
+}  # fmt: skip
 FULL = {"seconds": 15.0, "warmup": 3.0, "connections": 64, "rounds": 1, "profile_seconds": 10}
 QUICK = {"seconds": 2.0, "warmup": 0.5}
 
@@ -35,31 +30,26 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
     creates: list[Load] = []
     echoes: list[Load] = []
 
-    async def measure(server: Any, into: list[Load], db: int | None) -> None:
+    async def measure(server: Server, into: list[Load], db: int | None) -> None:
         await quiet()
         into.append(await wrk(server, lua, p.seconds, p.connections, p.warmup, db=db))
 
     service = b.server(FGCPAY_LOG_LEVEL="INFO")
     echo = echo_server(b.cwd, b.workers)
     async with running(service), running(echo):
-        for _ in range(p.rounds):
+        for _ in range(p.rounds):  # alternating, so that a change of the machine's load hits both
             await measure(service, creates, b.db_pid)
             await measure(echo, echoes, None)
-        create, ceiling = (sorted(x, key=lambda x: x.rps)[len(x) // 2] for x in (creates, echoes))
-        rps = statistics.median(x.rps for x in creates)
+        rps, ceiling = (statistics.median(x.rps for x in loads) for loads in (creates, echoes))
+        create, bare = (sorted(x, key=lambda x: x.rps)[len(x) // 2] for x in (creates, echoes))
         bad = sum(x.bad for x in creates + echoes)
-        missed = ctx.add(b, "ratio", rps / statistics.median(x.rps for x in echoes),
-                         f"{rps:,.0f} vs {statistics.median(x.rps for x in echoes):,.0f} req/s; "
-                         f"CPU {create.cpu()} vs {ceiling.cpu()} ms/req"
-                         + (f"; {bad} bad answers" if bad else ""))  # fmt: skip
-        ctx.add(
-            b,
-            "cpu",
-            create.window.server_cpu * 1000 / max(create.requests, 1),
-            f"+pg {create.window.db_cpu * 1000 / max(create.requests, 1):.2f} ms"
-            if b.db_pid
-            else "",
+        detail = f"{rps:,.0f} vs {ceiling:,.0f} req/s; CPU {create.cpu()} vs {bare.cpu()} ms/req"
+        missed = ctx.add(
+            b, "ratio", rps / ceiling, detail + (f"; {bad} bad answers" if bad else "")
         )
+        cpu, n = create.window, max(create.requests, 1)
+        pg = f"+pg {cpu.db_cpu * 1000 / n:.2f} ms" if b.db_pid else ""
+        ctx.add(b, "cpu", cpu.server_cpu * 1000 / n, pg)
         if ctx.want_profile(missed):
             for label, server in ((f"create-{b.name}", service), (f"echo-{b.name}", echo)):
 
