@@ -45,14 +45,22 @@ BEFORE: dict[tuple[str, str, str], tuple[str, str]] = {
     ("renewals", "rate", "postgres"): ("3,521/s", "2026-11-24"),
     ("renewals", "memory", "sqlite"): ("1.17x", "2026-11-24"),
     ("renewals", "memory", "postgres"): ("1.16x", "2026-11-24"),
-    ("ledger", "p99", "sqlite"): ("2.54 ms (worst of five reads)", "2026-11-24"),
-    ("ledger", "p99", "postgres"): ("6.09 ms (worst of five reads)", "2026-11-24"),
+    ("ledger", "p99", "sqlite"): ("2.37-2.54 ms, two runs (worst of the five reads)", "2026-11-24"),
+    ("ledger", "p99", "postgres"): (
+        "3.70-6.09 ms, two runs (worst of the five reads)",
+        "2026-11-24",
+    ),
     ("refunds", "create", "sqlite"): ("517-557/s", "2026-11-24"),
     ("refunds", "create", "postgres"): ("300-335/s", "2026-11-24"),
     ("refunds", "one_payment", "sqlite"): ("234-303/s", "2026-11-24"),
     ("refunds", "one_payment", "postgres"): ("240-294/s", "2026-11-24"),
-    ("memory", "creates", "sqlite"): ("1.02x over 100,814 creates (not paid)", "2026-11-24"),
-    ("memory", "creates", "postgres"): ("1.01x over 100,283 creates (not paid)", "2026-11-24"),
+    ("memory", "memory", "sqlite"): ("1.02x over 100,814 creates, none paid (soak)", "2026-11-24"),
+    ("memory", "memory", "postgres"): (
+        "1.01x over 100,283 creates, none paid (soak)",
+        "2026-11-24",
+    ),
+    ("memory", "steady", "sqlite"): ("1.17x (752 -> 879 creates/s, soak)", "2026-11-24"),
+    ("memory", "steady", "postgres"): ("1.32x (695.5 -> 914.9 creates/s, soak)", "2026-11-24"),
 }
 NOT_YET = "not yet measured"
 
