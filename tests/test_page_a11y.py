@@ -116,6 +116,26 @@ async def test_a_fresh_page_marks_nothing_invalid(server: Server) -> None:
     await in_browser(scenario)
 
 
+async def test_the_outcome_is_announced_from_one_live_region_already_on_the_page(
+    server: Server,
+) -> None:
+    # A screen reader announces a change inside a live region it already knows; a region
+    # that appears with the change (a state shown by its status) is often not read out.
+    _, session = await new_session(server)
+
+    def scenario() -> None:
+        with browser() as b:
+            page = b.new_page()
+            page.goto(str(session["checkout_url"]))
+            regions = page.locator("[aria-live]")
+            assert regions.count() == 1
+            assert regions.first.evaluate("r => getComputedStyle(r).display") != "none"
+            assert regions.first.locator("[data-testid=paid]").count() == 1
+            assert regions.first.locator("form").count() == 0
+
+    await in_browser(scenario)
+
+
 async def test_the_code_field_has_a_format_hint_not_a_placeholder_value(server: Server) -> None:
     _, session = await new_session(server)
 
