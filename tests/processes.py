@@ -18,11 +18,9 @@ import trio
 from helpers import wait_ready
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
-# The Procfile's web line without its bind and worker count (see HypercornProcess).
-HYPERCORN = [
-    sys.executable, "-m", "hypercorn",
-    "--config", "python:fgcpay.hypercorn_config.ServeDefaults", "--worker-class", "trio",
-]  # fmt: skip
+HYPERCORN = [sys.executable, "-m", "hypercorn", "--worker-class", "trio"]
+# What the Procfile's web line adds: fgcpay serve's limits, and the exit status kept.
+PROCFILE_CONFIG = "python:fgcpay.hypercorn_config.ServeDefaults"
 # The shortest lease the settings accept (twice the 10 s attempt deadline): a delivery
 # leased by a killed process is sent again soon after the restart.
 LEASE_SECONDS = 20
@@ -131,19 +129,23 @@ def _bound_socket() -> socket.socket:
 
 @attrs.define
 class HypercornProcess(ServiceProcess):
-    """`hypercorn ... fgcpay.asgi:app` as the Procfile's web line runs it (`workers` is
-    its `--workers`), on a socket bound here and handed over as `--bind fd://N`: the port
-    is known before hypercorn starts, and no other process can take it meanwhile. PORT
-    is set, as a Procfile host sets it: the service's public URL follows it."""
+    """`hypercorn --worker-class trio ... fgcpay.asgi:app`, with `config` as `--config`
+    (by default the Procfile's; None: hypercorn's defaults) and `workers` as `--workers`,
+    on a socket bound here and handed over as `--bind fd://N`: the port is known before
+    hypercorn starts, and no other process can take it meanwhile. PORT is set, as a
+    Procfile host sets it: the service's public URL follows it."""
 
+    config: str | None = PROCFILE_CONFIG
     listener: socket.socket = attrs.field(factory=_bound_socket)
     port: int = attrs.field(
         default=attrs.Factory(lambda self: self.listener.getsockname()[1], takes_self=True)
     )
 
     def argv(self) -> list[str]:
-        bind = f"fd://{self.listener.fileno()}"
-        return [*HYPERCORN, "--workers", str(self.workers), "--bind", bind, "fgcpay.asgi:app"]
+        options = ["--workers", str(self.workers), "--bind", f"fd://{self.listener.fileno()}"]
+        if self.config is not None:
+            options += ["--config", self.config]
+        return [*HYPERCORN, *options, "fgcpay.asgi:app"]
 
     def env(self) -> dict[str, str]:
         return {**super().env(), "PORT": str(self.port)}

@@ -1,11 +1,12 @@
 """The whole service under plain hypercorn (issue 14, item 1): `hypercorn --worker-class
-trio fgcpay.asgi:app`, run as the Procfile's web line runs it.
+trio fgcpay.asgi:app`, as a real process.
 
-On PostgreSQL with two workers and on SQLite with one: a merchant made with the CLI, a
-checkout session created over HTTP and paid on the hosted page, its webhook received
-signed, then SIGTERM to hypercorn and a clean exit with nothing left undelivered. Then
-what an operator meets around it: a service that cannot start, workers that follow their
-main process, and the ASGI lifespan itself, in process.
+On PostgreSQL with two workers and hypercorn's own defaults, and on SQLite with one
+worker and the Procfile's config: a merchant made with the CLI, a checkout session
+created over HTTP and paid on the hosted page, its webhook received signed, then SIGTERM
+to hypercorn and a clean exit with nothing left undelivered. Then what an operator meets
+around it: a service that cannot start, workers that follow their main process, and the
+ASGI lifespan itself, in process.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from fgcpay.webhooks import verify_delivery
 from helpers import TEST_SECRET, make_settings, valid_body, wait_until
 from hosted import TOKEN
 from hypercorn.config import Config
-from processes import HypercornProcess, ended_within, worker_pids
+from processes import PROCFILE_CONFIG, HypercornProcess, ended_within, worker_pids
 from receiver import reserve_port, start_receiver
 
 PROMPT_SECONDS = 5.0  # an idle stop takes a fraction of a second
@@ -39,10 +40,11 @@ def _workers(database_url: str) -> int:
     return 2 if database_url.startswith("postgresql://") else 1
 
 
-def _hypercorn(tmp_path: Path, database_url: str) -> HypercornProcess:
+def _hypercorn(tmp_path: Path, database_url: str, config: str | None) -> HypercornProcess:
     settings = {"LOG_LEVEL": "INFO", "SECRET_KEY": TEST_SECRET}
+    workers = _workers(database_url)
     return HypercornProcess(
-        cwd=tmp_path, database_url=database_url, workers=_workers(database_url), settings=settings
+        cwd=tmp_path, database_url=database_url, workers=workers, settings=settings, config=config
     )
 
 
@@ -80,7 +82,9 @@ async def test_hypercorn_serves_a_payment_and_its_webhook_then_stops_cleanly(
     tmp_path: Path, database_url: str, nursery: trio.Nursery
 ) -> None:
     receiver = await start_receiver(nursery)
-    service = _hypercorn(tmp_path, database_url)
+    # PostgreSQL: issue 14's command line as it is; SQLite: the Procfile's.
+    config = None if _workers(database_url) > 1 else PROCFILE_CONFIG
+    service = _hypercorn(tmp_path, database_url, config)
     created = await service.command(
         "merchant", "create", "--name", "Hyper", "--email", "hyper@example.com"
     )
@@ -164,7 +168,7 @@ async def test_a_service_that_cannot_start_says_why_in_one_line(tmp_path: Path, 
 async def test_workers_stop_with_their_main_process_and_on_their_own_sigterm(
     tmp_path: Path, database_url: str
 ) -> None:
-    service = _hypercorn(tmp_path, database_url)
+    service = _hypercorn(tmp_path, database_url, PROCFILE_CONFIG)
     try:
         await service.start()
         assert service.process is not None
@@ -201,7 +205,9 @@ async def _ready(service: HypercornProcess) -> bool:
 
 
 def test_the_procfile_config_gives_hypercorn_the_limits_fgcpay_serve_sets() -> None:
-    loaded = Config.from_object("fgcpay.hypercorn_config.ServeDefaults")  # as --config does
+    procfile = (Path(__file__).parent.parent / "Procfile").read_text()
+    assert f" --config {PROCFILE_CONFIG} " in procfile
+    loaded = Config.from_object(PROCFILE_CONFIG.removeprefix("python:"))  # as --config does
     served = hypercorn_config(make_settings("sqlite:///unused.sqlite3"))
     for name in ("worker_class", "h11_max_incomplete_size", "keep_alive_timeout", "backlog"):
         assert getattr(loaded, name) == getattr(served, name), name
