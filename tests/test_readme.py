@@ -193,7 +193,12 @@ class Shell:
         out, err, rc = (self.cwd / f".{kind}{self.count}" for kind in ("out", "err", "rc"))
         assert self.process.stdin is not None
         job = " &" if background else ""
-        script = f"{{\n{command}\n}} >{out} 2>{err} </dev/null{job}\necho $? >{rc}\n"
+        # The output files exist before the status does: a background job opens its own
+        # redirections only once it runs, which may be after `echo $?` has written it.
+        script = (
+            f": >{out}; : >{err}\n"
+            f"{{\n{command}\n}} >>{out} 2>>{err} </dev/null{job}\necho $? >{rc}\n"
+        )
         self.process.stdin.write(script)
         self.process.stdin.flush()
         process = self.process
