@@ -82,7 +82,9 @@ def _reason(error: BaseException) -> str:
     return lines[0] if lines else type(found).__name__
 
 
-def _one_line(error: BaseException) -> str:
+def one_line(error: BaseException) -> str:
+    """What went wrong, in the one line a failed command prints (`fgcpay.asgi` says the
+    same when the service cannot start)."""
     root = _root(error)
     if isinstance(root, CommandError | ConfigError):
         return str(root)
@@ -107,6 +109,14 @@ async def _database(settings: Settings) -> AsyncIterator[Database]:
         verb = "connect to" if settings.is_postgres else "open"
         where = database_location(settings.database_url)
         raise CommandError(f"cannot {verb} {where}: {_reason(error)}") from error
+
+
+async def check_database(settings: Settings) -> None:
+    """Open the database once and close it, as `fgcpay migrate` does: the migrations are
+    applied (under the lock that keeps concurrent starters apart), and a failure is a
+    CommandError naming where the database is and why."""
+    async with _database(settings):
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -200,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # every failure ends here, as one line
         if args.debug:
             traceback.print_exception(error)
-        return _fail(_one_line(error))
+        return _fail(one_line(error))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -247,8 +257,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _migrate(settings: Settings) -> int:
-    async with _database(settings):
-        pass
+    await check_database(settings)
     log_event("migrations applied", database=database_shown(settings.database_url))
     return 0
 

@@ -2,9 +2,12 @@
 
 Hypercorn 0.18 (trio worker, h11) gets three things wrong for us, and offers no hook for
 them, so `install()` puts a subclass of its `H11Protocol` where its `ProtocolWrapper`
-looks the class up. The subclass changes nothing unless the server runs with a
-`ServerConfig` (ours); other hypercorn servers in the process (test receivers) keep
-hypercorn's own behaviour.
+looks the class up. The subclass changes nothing unless the connection serves fgcpay:
+the server runs with a `ServerConfig` (`fgcpay serve`), or its application is a
+`ServedApp` (`fgcpay.asgi:app` under plain hypercorn, with the operator's own config);
+other hypercorn servers in the process (test receivers) keep hypercorn's own behaviour.
+Only HTTP/1.1 is adjusted: HTTP/2 connections (TLS with ALPN `h2`) and HTTP/3 keep
+hypercorn's own protocol, so a request hypercorn's h2 cannot parse gets its own answer.
 
 1. Hypercorn recycles or closes the connection from inside the ASGI app's own `send`
    call (the last body message leads to `_maybe_recycle`), and quart-trio cancels that
@@ -20,7 +23,8 @@ hypercorn's own behaviour.
    before the client reads it (a 413 for a 10 MB body, a 431 for a 2 MB header).
 3. Requests h11 cannot parse (a malformed request, headers over `MAX_HEADER_BYTES`) get
    hypercorn's empty answer; ours is the ApiError JSON with a `Request-Id` (and the
-   RateLimit headers under /api/v1), built by `ServerConfig.protocol_error_answer`.
+   RateLimit headers under /api/v1), built by `ServerConfig.protocol_error_answer` or
+   `ServedApp.protocol_error_answer`.
 
 Timeouts: a connection that sends no complete request head within `KEEP_ALIVE_SECONDS`
 (idle between requests, or headers never finished) is closed by hypercorn's keep-alive
@@ -31,6 +35,7 @@ by the app (`fgcpay.http.plumbing`), then closed as above.
 from __future__ import annotations
 
 import dataclasses
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
@@ -53,9 +58,10 @@ MAX_HEADER_BYTES = 64 * 1024
 _MAX_REQUEST_LINE = 8192
 
 # (h11's status hint, the request's path if one could be read, the client's address)
-# -> (status, headers, body) of the answer to a request that could not be parsed.
+# -> (status, headers, body) of the answer to a request that could not be parsed, or
+# None for hypercorn's own answer.
 ProtocolErrorAnswer = Callable[
-    [int, "str | None", str], Awaitable[tuple[int, list[tuple[str, str]], bytes]]
+    [int, "str | None", str], Awaitable["tuple[int, list[tuple[str, str]], bytes] | None"]
 ]
 
 
@@ -63,6 +69,30 @@ class ServerConfig(Config):
     """Hypercorn's config, plus what our protocol needs to answer protocol errors."""
 
     protocol_error_answer: ProtocolErrorAnswer | None = None
+
+
+class ServedApp(ABC):
+    """An ASGI application that is fgcpay (`fgcpay.asgi`): served under any hypercorn
+    config, its connections get the adjustments of this module, and it answers protocol
+    errors itself."""
+
+    @abstractmethod
+    async def protocol_error_answer(
+        self, status: int, path: str | None, client: str
+    ) -> tuple[int, list[tuple[str, str]], bytes] | None:
+        """See `ProtocolErrorAnswer`."""
+
+
+def _served_by_us(app: AppWrapper, config: Config) -> tuple[bool, ProtocolErrorAnswer | None]:
+    """Whether a connection serves fgcpay, and what answers its protocol errors."""
+    if isinstance(config, ServerConfig):
+        return True, config.protocol_error_answer
+    # Under plain hypercorn the config is the operator's; hypercorn's ASGIWrapper holds
+    # the application it loaded (`fgcpay.asgi:app`) as `app`.
+    served = getattr(app, "app", None)
+    if isinstance(served, ServedApp):
+        return True, served.protocol_error_answer
+    return False, None
 
 
 def install() -> None:
@@ -88,7 +118,7 @@ class FgcpayH11Protocol(H11Protocol):
         super().__init__(
             app, config, context, task_group, connection_state, ssl, client, server, send
         )
-        self._ours = isinstance(config, ServerConfig)
+        self._ours, self._answer = _served_by_us(app, config)
         self._server_send = send
         self._lingering = False
         self._peer_done = trio.Event()
@@ -128,20 +158,22 @@ class FgcpayH11Protocol(H11Protocol):
             await super().stream_send(event)
 
     async def _send_error_response(self, status_code: int) -> None:
-        answer = self.config.protocol_error_answer if self._ours else None  # type: ignore[attr-defined]
-        if answer is None:
+        if self._answer is None:
             await super()._send_error_response(status_code)
             return
         received, _ = self.connection.trailing_data
         client = self.client[0] if self.client else "unknown"
         path = request_path(self._head_start or received)
         try:
-            status, headers, body = await answer(status_code, path, client)
+            answered = await self._answer(status_code, path, client)
         except Exception:
             # An exception here would end the whole worker (hypercorn does not catch it).
             await self.config.log.exception("could not build the answer to a protocol error")
+            answered = None
+        if answered is None:
             await super()._send_error_response(status_code)
             return
+        status, headers, body = answered
         await self._send_h11_event(
             h11.Response(
                 status_code=status,

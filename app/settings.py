@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 from collections.abc import Mapping
@@ -224,8 +225,19 @@ def local_secret_key(path: Path = LOCAL_SECRET_FILE) -> str:
     if existing:
         return existing
     path.parent.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_urlsafe(48)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    # Written aside, then linked into place: processes that start together (hypercorn's
+    # workers) all read the one key linked first, never a file still being written.
+    draft = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
-        handle.write(key + "\n")
+        handle.write(secrets.token_urlsafe(48) + "\n")
+    try:
+        os.link(draft, path)
+    except FileExistsError:
+        pass  # another process's key came first: it is the key
+    finally:
+        os.unlink(draft)
+    key = path.read_text().strip()
+    if not key:
+        raise OSError(errno.EINVAL, "the file is empty", str(path))
     return key

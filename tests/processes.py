@@ -1,12 +1,15 @@
-"""`fgcpay serve` as a real process, for the tests that kill, stop or restart it."""
+"""`fgcpay serve`, or hypercorn serving `fgcpay.asgi:app`, as a real process, for the
+tests that kill, stop or restart it; and the worker processes under it."""
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,9 @@ import trio
 from helpers import wait_ready
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]
+HYPERCORN = [sys.executable, "-m", "hypercorn", "--worker-class", "trio"]
+# What the Procfile's web line adds: fgcpay serve's limits, and the exit status kept.
+PROCFILE_CONFIG = "python:fgcpay.hypercorn_config.ServeDefaults"
 # The shortest lease the settings accept (twice the 10 s attempt deadline): a delivery
 # leased by a killed process is sent again soon after the restart.
 LEASE_SECONDS = 20
@@ -75,15 +81,21 @@ class ServiceProcess:
         said: dict[str, Any] = json.loads(done.stdout)
         return said
 
+    def argv(self) -> list[str]:
+        return [*FGCPAY, "serve", "--port", str(self.port), "--workers", str(self.workers)]
+
     async def launch(self) -> trio.Process:
         """Start the process and return at once, before it serves: for a test that watches
         what it does from its first moment (a burst of renewals at start, say)."""
         with self.log.open("ab") as sink:
             self.process = await trio.lowlevel.open_process(
-                [*FGCPAY, "serve", "--port", str(self.port), "--workers", str(self.workers)],
-                cwd=self.cwd, env=self.env(), stdout=sink, stderr=sink,
+                self.argv(), cwd=self.cwd, env=self.env(), stdout=sink, stderr=sink,
+                pass_fds=self.passed_fds(),
             )  # fmt: skip
         return self.process
+
+    def passed_fds(self) -> tuple[int, ...]:
+        return ()
 
     async def start(self) -> None:
         """Start serving and return once `/readyz` answers 200 (30 s at most)."""
@@ -107,3 +119,84 @@ class ServiceProcess:
         self.process.send_signal(signum)
         with trio.fail_after(15):
             return await self.process.wait()
+
+
+def _bound_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+@attrs.define
+class HypercornProcess(ServiceProcess):
+    """`hypercorn --worker-class trio ... fgcpay.asgi:app`, with `config` as `--config`
+    (by default the Procfile's; None: hypercorn's defaults) and `workers` as `--workers`,
+    on a socket bound here and handed over as `--bind fd://N`: the port is known before
+    hypercorn starts, and no other process can take it meanwhile. PORT is set, as a
+    Procfile host sets it: the service's public URL follows it."""
+
+    config: str | None = PROCFILE_CONFIG
+    listener: socket.socket = attrs.field(factory=_bound_socket)
+    port: int = attrs.field(
+        default=attrs.Factory(lambda self: self.listener.getsockname()[1], takes_self=True)
+    )
+
+    def argv(self) -> list[str]:
+        options = ["--workers", str(self.workers), "--bind", f"fd://{self.listener.fileno()}"]
+        if self.config is not None:
+            options += ["--config", self.config]
+        return [*HYPERCORN, *options, "fgcpay.asgi:app"]
+
+    def env(self) -> dict[str, str]:
+        return {**super().env(), "PORT": str(self.port)}
+
+    def passed_fds(self) -> tuple[int, ...]:
+        return (self.listener.fileno(),)
+
+    async def launch(self) -> trio.Process:
+        """Start hypercorn (once: the socket is handed over, this process's copy closed,
+        so that the port refuses connections once hypercorn has stopped)."""
+        process = await super().launch()
+        self.listener.close()
+        return process
+
+
+def worker_pids(parent: int) -> list[int]:
+    """The worker processes of `parent` (multiprocessing's spawned children, not its
+    resource tracker), as /proc shows them now."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue  # ended meanwhile
+        # The fourth field, after the parenthesised command name, is the parent's pid.
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and b"--multiprocessing-fork" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def ended_within(pids: list[int], seconds: float) -> bool:
+    """Whether every process in `pids` has ended within `seconds` from now: each is
+    awaited with a pidfd, readable once the process has exited (no polling)."""
+    deadline = time.monotonic() + seconds
+    handles = []
+    for pid in pids:
+        try:
+            handles.append(os.pidfd_open(pid))
+        except ProcessLookupError:
+            continue  # already gone (and reaped)
+    try:
+        for handle in handles:
+            remaining = max(0.0, deadline - time.monotonic())
+            readable, _, _ = select.select([handle], [], [], remaining)
+            if not readable:
+                return False
+        return True
+    finally:
+        for handle in handles:
+            os.close(handle)

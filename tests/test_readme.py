@@ -193,7 +193,12 @@ class Shell:
         out, err, rc = (self.cwd / f".{kind}{self.count}" for kind in ("out", "err", "rc"))
         assert self.process.stdin is not None
         job = " &" if background else ""
-        script = f"{{\n{command}\n}} >{out} 2>{err} </dev/null{job}\necho $? >{rc}\n"
+        # The output files exist before the status does: a background job opens its own
+        # redirections only once it runs, which may be after `echo $?` has written it.
+        script = (
+            f": >{out}; : >{err}\n"
+            f"{{\n{command}\n}} >>{out} 2>>{err} </dev/null{job}\necho $? >{rc}\n"
+        )
         self.process.stdin.write(script)
         self.process.stdin.flush()
         process = self.process
@@ -387,7 +392,11 @@ def test_the_local_procfile_commands_serve(shell: Shell) -> None:
     assert rc == 0, (shell.cwd / f".out{web}").read_text()
     rc, out, _ = shell.run(f"curl -s http://127.0.0.1:{port.group(1)}/readyz", deadline)
     assert rc == 0 and json.loads(out)["status"] == "ready", out
-    assert "web.1" in shell.output_of(web)  # honcho's prefix: only web runs, and it still does
+    said = shell.output_of(web)
+    assert "web.1" in said  # honcho's prefix: only web runs, and it still does
+    # hypercorn serves fgcpay.asgi there, and the links it makes point where it listens.
+    assert '"msg":"starting"' in said and '"server":"hypercorn"' in said, said
+    assert f'"public_url":"http://127.0.0.1:{port.group(1)}"' in said, said
 
 
 def test_the_postgresql_setup_commands_work(tmp_path: Path, pg_cluster: Any) -> None:

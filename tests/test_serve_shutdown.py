@@ -9,7 +9,6 @@ is awaited with a pidfd (readable once the process has exited: no polling).
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from helpers import wait_ready_blocking
-from processes import FGCPAY, free_port
+from processes import FGCPAY, ended_within, free_port, worker_pids
 
 WORKERS = 2
 # Idle, a stop takes a few tens of milliseconds; the bound leaves room for a loaded
@@ -76,44 +75,11 @@ def _still_running(process: subprocess.Popen[bytes]) -> None:
 
 
 def _workers_of(parent: int) -> list[int]:
-    """The worker processes of `parent` (multiprocessing's spawned children, not its
-    resource tracker). Each has started once the service is ready: both share the port."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue  # ended meanwhile
-        # The fourth field, after the parenthesised command name, is the parent's pid.
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == parent and b"--multiprocessing-fork" in cmdline:
-            found.append(int(entry.name))
+    """The workers of `fgcpay serve`: each has started once the service is ready, since
+    both share the port."""
+    found = worker_pids(parent)
     assert len(found) == WORKERS, found
     return found
-
-
-def _ended_within(pids: list[int], seconds: float) -> bool:
-    """Whether every process in `pids` has ended within `seconds` from now."""
-    deadline = time.monotonic() + seconds
-    handles = []
-    for pid in pids:
-        try:
-            handles.append(os.pidfd_open(pid))
-        except ProcessLookupError:
-            continue  # already gone (and reaped)
-    try:
-        for handle in handles:
-            remaining = max(0.0, deadline - time.monotonic())
-            readable, _, _ = select.select([handle], [], [], remaining)
-            if not readable:
-                return False
-        return True
-    finally:
-        for handle in handles:
-            os.close(handle)
 
 
 def _refused(url: str) -> bool:
@@ -135,7 +101,7 @@ def test_sigterm_stops_every_worker_promptly(
     assert process.wait(timeout=15) == 0
     assert time.monotonic() - started < PROMPT_SECONDS
     # The command waits for its workers: by the time it exits, they have.
-    assert _ended_within(workers, 0)
+    assert ended_within(workers, 0)
     assert _refused(url)
 
 
@@ -146,5 +112,5 @@ def test_a_worker_does_not_outlive_its_killed_command(
     workers = _workers_of(process.pid)
     process.kill()
     process.wait(timeout=15)
-    assert _ended_within(workers, PROMPT_SECONDS)
+    assert ended_within(workers, PROMPT_SECONDS)
     assert _refused(url)
