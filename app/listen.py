@@ -38,6 +38,7 @@ from trio_websocket import (
     open_websocket_url,
 )
 
+FROM_START = "start"  # the stream's `after` for "before every event"
 API_KEY_ENV = "FGCPAY_API_KEY"
 API_URL_ENV = "FGCPAY_API_URL"
 # After this many pings' worth of silence the connection is taken for dead (a laptop that
@@ -187,9 +188,10 @@ class Listener:
         async with open_websocket_url(url, extra_headers=headers, connect_timeout=10) as ws:
             hello = json.loads(await ws.get_message())
             self._failures = 0
-            if self._after is None and hello.get("after"):
-                # New events only: from here, even if nothing comes before a restart.
-                self._after = hello["after"]
+            if self._after is None:
+                # New events only: from here (from the merchant's first event if it has
+                # none yet), even if nothing comes before a reconnect or a restart.
+                self._after = hello.get("after") or FROM_START
                 self.state.remember(self._after)
             if not self._ready:
                 self._ready = True
@@ -200,9 +202,7 @@ class Listener:
                     flush=True,
                 )
             else:
-                self._say(
-                    "reconnected" + (f", resuming after {self._after}" if self._after else "")
-                )
+                self._say(f"reconnected, resuming after {self._after}")
             silence = SILENT_PINGS * float(hello.get("ping_seconds") or 20)
             await self._forward_each(ws, client, silence)
 

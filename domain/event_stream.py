@@ -48,9 +48,17 @@ CLOSE_CODES: Mapping[int, str] = {
     CLOSE_KEY_REVOKED: "The API key was revoked: do not reconnect with it.",
 }
 
-BAD_AFTER = (
-    f"Must be the id of one of your events (evt_...) from the last {RESUME_DAYS} days: "
-    "the last one the stream sent you."
+FROM_START = "start"
+"""`after=start`: every event of the resume window, oldest first, then the live ones."""
+AFTER_FORM = f"Must be an event id (evt_ and 24 letters or digits), or {FROM_START}."
+NO_SUCH_AFTER = (
+    "No event of yours has this id (unknown, or purged): resume after the last event the "
+    f"stream sent you, within {RESUME_DAYS} days, or reconcile with GET /events and "
+    "connect without after."
+)
+TOO_OLD_AFTER = (
+    f"This event is older than {RESUME_DAYS} days: the stream cannot resume after it. "
+    "Reconcile with GET /events, then connect without after."
 )
 
 
@@ -62,19 +70,20 @@ class AfterEvent(Rule):
 
     def check(self, values: Any) -> str:
         raw = once(values)
-        if not ids.looks_like_id(raw, "evt_", 24):
-            raise fail(BAD_AFTER)
+        if raw != FROM_START and not ids.looks_like_id(raw, "evt_", 24):
+            raise fail(AFTER_FORM)
         return raw
 
     def schema(self) -> dict[str, Any]:
         return {
             "type": "string",
-            "pattern": "^evt_[0-9A-Za-z]{24}$",
+            "pattern": f"^(evt_[0-9A-Za-z]{{24}}|{FROM_START})$",
             "description": (
-                "Resume after this event: the last one the stream sent you (or the `after` "
-                f"of its hello). One of your events of the last {RESUME_DAYS} days, else "
-                "400. Without it the stream starts with the events that follow the "
-                "connection."
+                "Resume after this event: the last one the stream sent you, or the `after` "
+                f"of its hello. One of your events of the last {RESUME_DAYS} days, else "
+                f"400. `{FROM_START}`: every event of the last {RESUME_DAYS} days first (what "
+                "to resume with when the hello's `after` was null). Without it the stream "
+                "starts with the events that follow the connection."
             ),
         }
 
@@ -129,8 +138,9 @@ class StreamHelloWire(TypedDict):
         Field(
             description=(
                 "Where the stream starts: the event it resumes after (yours, or, without "
-                "`after`, your newest event now); null when you have no events yet. Keep it "
-                "as your resume point until an event comes."
+                "`after`, your newest event now). Keep it as your resume point until an "
+                f"event comes. Null when it starts before every event (`after={FROM_START}`, "
+                f"or you had no events yet): resume with `after={FROM_START}` then."
             )
         ),
     ]

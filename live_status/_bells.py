@@ -60,7 +60,3 @@ class EventBells:
         for bells in self._bells.values():
             for bell in bells:
                 bell.ring()
-
-    def merchants(self) -> list[str]:
-        """The merchants with a stream here now."""
-        return list(self._bells)

@@ -75,6 +75,18 @@ async def test_each_event_comes_as_its_webhook_body_in_commit_order(server: Serv
         assert (await merchant.get(f"/events/{event['id']}")).text == sent
 
 
+async def test_a_commit_wakes_the_stream_without_waiting_for_its_poll(server: Server) -> None:
+    """The commit's notification (PostgreSQL: NOTIFY, heard through LISTEN; SQLite: this
+    process's listeners) rings the stream: with its poll an hour away, the event still
+    comes at once."""
+    server.running.service.event_streams.poll_seconds = 3600
+    merchant = await server.merchant()
+    async with open_stream(server.url, merchant.key) as stream:
+        created = await create_subscription(merchant)
+        event = await stream.next(within=5)
+    assert event["data"]["object"]["id"] == created["id"]
+
+
 async def test_a_stream_resumes_after_the_last_event_it_saw_missing_none(server: Server) -> None:
     merchant = await server.merchant()
     async with open_stream(server.url, merchant.key) as stream:
@@ -98,6 +110,21 @@ async def test_without_after_a_stream_starts_after_the_newest_event(server: Serv
     before = await _newest_event(merchant)
     async with open_stream(server.url, merchant.key) as stream:
         assert stream.hello["after"] == before["id"]
+        newer = await create_subscription(merchant)
+        assert (await stream.next())["data"]["object"]["id"] == newer["id"]
+
+
+async def test_after_start_sends_the_window_s_events_first(server: Server) -> None:
+    """What a client resumes with when its hello said `after: null`: from the first event
+    of the last 30 days (an older one is past the window), then the live ones."""
+    merchant = await server.merchant()
+    old_at = server.running.service.clock.now_us() - EVENT_RETENTION_US - 60_000_000
+    old = new_event(ids.event_id(), merchant.id, "subscription.created", "sub_x", 1, {}, old_at)
+    await server.db.write(webhook_rows.record_event, old)
+    made = [(await create_subscription(merchant))["id"] for _ in range(2)]
+    async with open_stream(server.url, merchant.key, after="start") as stream:
+        assert stream.hello["after"] is None
+        assert [(await stream.next())["data"]["object"]["id"] for _ in made] == made
         newer = await create_subscription(merchant)
         assert (await stream.next())["data"]["object"]["id"] == newer["id"]
 

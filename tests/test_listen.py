@@ -10,12 +10,14 @@ import stat
 import subprocess
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
+from fgcpay.settings import Settings
 from fgcpay.webhooks import verify_delivery
-from helpers import Server
+from helpers import MerchantClient, Server, start_server
 from hosted import paid_session
-from processes import FGCPAY, ListenProcess
+from processes import FGCPAY, ListenProcess, free_port
 from receiver import Receiver, start_receiver
 from standardwebhooks import Webhook
 
@@ -104,6 +106,34 @@ async def test_a_payment_made_while_it_was_stopped_is_forwarded_once_it_is_back(
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
         assert merchant.key not in path.read_text(), path
     assert stat.S_IMODE(home.joinpath("fgcpay").stat().st_mode) == 0o700
+
+
+async def test_it_reconnects_when_the_service_is_back_and_resumes(
+    nursery: trio.Nursery, settings: Settings, tmp_path: Path
+) -> None:
+    """The service restarts (its streams close with 1001, then connections are refused
+    for a while): the listener keeps trying, with backoff, and forwards what was paid
+    meanwhile."""
+    port = free_port()
+    settings = attrs.evolve(settings, port=port, public_url=f"http://127.0.0.1:{port}")
+    first = await start_server(nursery, settings)
+    receiver = await start_receiver(nursery)
+    merchant = await first.merchant()
+    listener = _listener(first, merchant.key, receiver, tmp_path / "config")
+    try:
+        secret = await listener.start()
+        await first.shutdown()
+        second = await start_server(nursery, settings)  # the same port and database
+        session = await paid_session(second, MerchantClient(merchant.created, second.client))
+        (delivery,) = await receiver.wait_for(1)
+        await listener.line()
+        assert await listener.stop() == 0
+    finally:
+        listener.kill()
+    assert json.loads(delivery.body)["data"]["object"]["id"] == session["id"]
+    _assert_signed(delivery.body, delivery.headers, secret)
+    said = listener.errors.read_text()
+    assert "connection lost (closed with 1001" in said and "reconnected" in said, said
 
 
 def _listen_fails(args: list[str], tmp_path: Path, key: str = "fp_test_" + "x" * 32) -> str:

@@ -457,9 +457,11 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
         (merchant.key, {"after": "x"}, 400),
         (merchant.key, {"types": "x"}, 400),
     ):
-        refused = await stream_refusal(server.url, key, **query)
-        assert refused.status == status, refused
-        checker.check_answer("get", "/events/stream", status, refused.headers, refused.body)
+        handshake_refused = await stream_refusal(server.url, key, **query)
+        assert handshake_refused.status == status, handshake_refused
+        checker.check_answer(
+            "get", "/events/stream", status, handshake_refused.headers, handshake_refused.body
+        )
     assert (await call("get", "/events/stream")).status_code == 426
     assert (await call("get", "/events/stream", params={"after": "x"})).status_code == 400
     assert (await call("get", "/events/stream", key="fp_test_x")).status_code == 401

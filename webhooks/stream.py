@@ -22,6 +22,7 @@ from fgcpay.domain import errors, ids
 from fgcpay.domain import event_stream as rules
 from fgcpay.domain.errors import FieldError
 from fgcpay.domain.lists import query_error
+from fgcpay.domain.webhooks import EVENT_RETENTION_US, Event
 from fgcpay.live_status import EventBells
 from fgcpay.logs import log_event
 from fgcpay.storage import Database, DatabaseUnavailable, StorageError, event_stream
@@ -40,6 +41,7 @@ class Stream:
     position: Position
     after: str | None  # the event it resumes after, as its hello says
     types: tuple[str, ...] | None
+    since_us: int | None = None  # from the start: only events made since (the window)
 
 
 @attrs.frozen
@@ -69,29 +71,24 @@ class EventStreams:
         self, merchant_id: str, key_id: str, after: str | None, types: tuple[str, ...] | None
     ) -> Stream:
         """A stream of the merchant's events after event `after` (None: after its newest
-        one now). 400 when `after` is not one of its events, or is past the resume window
-        with events after it; 429 `too_many_streams` at the limit; 503 at shutdown."""
+        one now; `rules.FROM_START`: every event of the resume window first). 400 when
+        `after` is not one of its events, or is past the resume window with events after
+        it; 429 `too_many_streams` at the limit; 503 at shutdown."""
         if self._closing:
             raise errors.Unavailable("The server is shutting down; reconnect shortly.")
         now = self.clock.now_us()
-        if after is not None:
+        since_us = None
+        if after == rules.FROM_START:
+            anchor, since_us = None, now - EVENT_RETENTION_US
+        elif after is not None:
             anchor = await self.db.read(event_stream.anchor_of, merchant_id, after)
-            if anchor is None:
-                raise query_error([FieldError("after", rules.BAD_AFTER)])
+            if anchor is None:  # another merchant's too: the same answer
+                raise query_error([FieldError("after", rules.NO_SUCH_AFTER)])
             if rules.too_old(anchor.created_at, now) and await self.db.read(
                 event_stream.any_after, merchant_id, anchor.position
             ):
                 # Events after it may be past the window too: resuming could skip some.
-                raise query_error(
-                    [
-                        FieldError(
-                            "after",
-                            f"This event is older than {rules.RESUME_DAYS} days: the stream"
-                            " cannot resume after it. Reconcile with GET /events, then"
-                            " connect without after.",
-                        )
-                    ]
-                )
+                raise query_error([FieldError("after", rules.TOO_OLD_AFTER)])
         else:
             anchor = await self.db.read(event_stream.newest_anchor, merchant_id)
         stream = Stream(
@@ -101,6 +98,7 @@ class EventStreams:
             position=START if anchor is None else anchor.position,
             after=None if anchor is None else anchor.event_id,
             types=types,
+            since_us=since_us,
         )
         expires = now + int(rules.REGISTRATION_SECONDS * 1_000_000)
         open_before = await self.db.write(
@@ -142,7 +140,7 @@ class EventStreams:
                 if not read.key_valid:
                     return Ending(rules.CLOSE_KEY_REVOKED, "the API key was revoked")
                 for event, at in read.events:
-                    if stream.types is None or event.type in stream.types:
+                    if _wanted(stream, event):
                         await send(event.body)
                     position = at
                 if trio.current_time() >= next_ping:
@@ -173,6 +171,12 @@ class EventStreams:
                 )
             except StorageError as error:
                 log_event("could not renew streams", logging.WARNING, error=type(error).__name__)
+
+
+def _wanted(stream: Stream, event: Event) -> bool:
+    if stream.since_us is not None and event.created_at < stream.since_us:
+        return False
+    return stream.types is None or event.type in stream.types
 
 
 def _dumps(frame: object) -> str:
