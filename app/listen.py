@@ -185,7 +185,10 @@ class Listener:
             (b"Authorization", f"Bearer {self.api_key}".encode()),
             (b"User-Agent", b"fgcpay-listen/1"),
         ]
-        async with open_websocket_url(url, extra_headers=headers, connect_timeout=10) as ws:
+        # A connection found dead is not closed politely for long: reconnect instead.
+        async with open_websocket_url(
+            url, extra_headers=headers, connect_timeout=10, disconnect_timeout=2
+        ) as ws:
             hello = json.loads(await ws.get_message())
             self._failures = 0
             if self._after is None:

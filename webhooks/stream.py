@@ -115,7 +115,7 @@ class EventStreams:
         with trio.move_on_after(5, shield=True):
             try:
                 await self.db.write(event_stream.close_stream, stream.id)
-            except StorageError as error:  # its place lapses with the next renewal
+            except StorageError as error:  # unrenewed, its place lapses within a minute
                 log_event("could not close a stream", logging.WARNING, error=type(error).__name__)
 
     async def send_events(self, stream: Stream, send: Send, send_ping: Send) -> Ending:
@@ -128,6 +128,7 @@ class EventStreams:
         read, so a revoked one ends the stream within a poll."""
         position = stream.position
         next_ping = trio.current_time() + rules.PING_SECONDS
+        held_wait = rules.HELD_BACK_SECONDS
         with self.bells.bell(stream.merchant_id) as bell:
             while not self._closing:
                 bell.arm()  # a commit during the read rings for the wait below
@@ -148,7 +149,13 @@ class EventStreams:
                     next_ping = trio.current_time() + rules.PING_SECONDS
                 if len(read.events) == rules.PAGE:
                     continue  # more waiting: read on at once
-                wait = rules.HELD_BACK_SECONDS if read.held_back else self.poll_seconds
+                wait = self.poll_seconds
+                if read.held_back:
+                    # Soon (a group commit lasts milliseconds), then less often: a long
+                    # transaction elsewhere may hold them back for a while.
+                    wait, held_wait = min(held_wait, wait), held_wait * 2
+                else:
+                    held_wait = rules.HELD_BACK_SECONDS
                 with trio.move_on_after(min(wait, max(0.0, next_ping - trio.current_time()))):
                     await bell.wait()
         return Ending(rules.CLOSE_GOING_AWAY, "the server is shutting down")
@@ -160,10 +167,13 @@ class EventStreams:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Renew this process's places among the open streams while they are open (and
-        drop any whose closing failed), every `rules.RENEW_SECONDS`."""
+        drop its others, whose closing failed), every `rules.RENEW_SECONDS`; a place not
+        renewed lapses after `rules.REGISTRATION_SECONDS`."""
         task_status.started()
         while True:
             await trio.sleep(rules.RENEW_SECONDS)
+            if not self._open:
+                continue
             expires = self.clock.now_us() + int(rules.REGISTRATION_SECONDS * 1_000_000)
             try:
                 await self.db.write(
