@@ -1,5 +1,5 @@
 """The event stream, `GET /api/v1/events/stream` (a websocket), on both backends: each
-event as its webhook body, in commit order, live and resumed after the last one seen; the
+event as its webhook body, in stream order, live and resumed after the last one seen; the
 type filter; the refusals of the handshake; a revoked key, the per-merchant limit, a
 shutdown; and the window a stream resumes from."""
 

@@ -1,5 +1,5 @@
-"""The event stream's order in storage: commit order, even when two PostgreSQL
-transactions commit in the other order than they wrote; an upgraded database's events
+"""The event stream's order in storage, never changed behind a reader: even when two
+PostgreSQL transactions commit in the other order than they wrote; an upgraded database's events
 placed in the order they were made; and a stream held on one `fgcpay serve` process
 hearing what another commits."""
 

@@ -1,5 +1,6 @@
 """The event stream (`GET /api/v1/events/stream`): a merchant's events read from the events
-table in commit order and sent as they commit, woken by the database's notifications.
+table in an order that never changes behind a reader (storage/event_stream.py), sent as
+they commit, woken by the database's notifications.
 
 It is a read of the table, never a second delivery queue: nothing is written per event or
 per stream but the stream's place among its merchant's open streams. A client resumes
@@ -120,7 +121,7 @@ class EventStreams:
 
     async def send_events(self, stream: Stream, send: Send, send_ping: Send) -> Ending:
         """Send the stream's events with `send` (each the exact body of the event), in
-        commit order, as they commit, and a ping with `send_ping` every
+        stream order, as they commit, and a ping with `send_ping` every
         `rules.PING_SECONDS`; return why it ended.
 
         `send` waits while the client is slow to read: at most a page of events is held.
