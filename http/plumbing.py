@@ -1,6 +1,7 @@
 """What every request goes through: request id, size limits (body and head), the whole
 body received before any early answer, authentication and rate limits under /api/v1, the
-RateLimit and Request-Id headers, and one log line. Also the ApiError answer to requests
+RateLimit and Request-Id headers, and one log line; and the same for a websocket's
+handshake under /api/v1 (the event stream). Also the ApiError answer to requests
 that cannot be parsed at all (`protocol_error_answer`, used by `fgcpay.server`)."""
 
 from __future__ import annotations
