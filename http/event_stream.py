@@ -99,9 +99,10 @@ async def event_stream() -> Response | None:
             nursery.cancel_scope.cancel()
         ending = ended.code, ended.reason
         await websocket.close(*ending)
-    except trio.BusyResourceError:
+    except* trio.BusyResourceError:
         # The client closed while a frame of ours was on its way (hypercorn shuts the
-        # socket down outside the lock its frames are sent under): it has gone.
+        # socket down outside the lock its frames are sent under): it has gone. (`except*`:
+        # a send in the nursery's body reaches here in an exception group.)
         pass
     finally:
         await service.event_streams.close(stream)
