@@ -321,6 +321,10 @@ def _install_worker_stop(app: ServiceApp) -> None:
             nursery.start_soon(then_stop, partial(_told, told))
             nursery.start_soon(then_stop, partial(_sigterm, app))
             nursery.start_soon(then_stop, partial(_gone, main_process))
+        running = app.running
+        if running is not None:
+            # Hypercorn waits for open connections: the event streams end now (1001).
+            running.service.event_streams.close_all()
 
     hypercorn.trio.run.check_multiprocess_shutdown_event = stop_when_told  # type: ignore[attr-defined]
 

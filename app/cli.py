@@ -204,13 +204,71 @@ def main(argv: Sequence[str] | None = None) -> int:
     unlock.add_argument("code", help="customer code, e.g. TEST-0001")
     unlock.add_argument("--merchant", help="only this merchant's lock of a test customer")
 
+    listen = commands.add_parser(
+        "listen",
+        help="forward your events to a local server, signed as webhooks (as stripe listen)",
+        description=(
+            "Receive the merchant's events live over the API's event stream and POST each to"
+            " --forward-to with the body and headers of a real webhook delivery, signed in"
+            " both header families (Service-Signature and Standard Webhooks) with a local"
+            " signing secret. The secret is printed first; it stays the same on this machine"
+            " ($XDG_CONFIG_HOME/fgcpay, by default ~/.config/fgcpay, mode 0600). Each event is"
+            " posted once with a 10 s deadline, no retries; a line per event shows the local"
+            " answer. The last event seen is remembered there too, so a restart (or a"
+            " reconnect after sleep) resumes after it, within 30 days; the first run forwards"
+            " new events only. Ctrl-C stops it (exit 0)."
+        ),
+    )
+    listen.add_argument(
+        "--api-url",
+        help="the API's base URL, e.g. https://pay.example/api/v1 (default: $FGCPAY_API_URL)",
+    )
+    listen.add_argument(
+        "--api-key",
+        help=(
+            "a test API key, fp_test_... (default: $FGCPAY_API_KEY; prefer the variable,"
+            " which keeps the key out of the process list and your shell history)"
+        ),
+    )
+    listen.add_argument(
+        "--forward-to",
+        required=True,
+        help="your local webhook URL, e.g. http://localhost:3000/webhooks",
+    )
+    listen.add_argument("--events", help="only these event types, comma-separated (default: all)")
+
     args = parser.parse_args(argv)
+    if args.command == "listen":
+        # A client of the API: no database, no service settings.
+        return _listen(args)
     try:
         return _run(args)
     except Exception as error:  # every failure ends here, as one line
         if args.debug:
             traceback.print_exception(error)
         return _fail(one_line(error))
+
+
+def _listen(args: argparse.Namespace) -> int:
+    from fgcpay.listen import ListenError, listen_until_stopped, make_listener
+
+    try:
+        listener = make_listener(args.api_url, args.api_key, args.forward_to, args.events)
+        trio.run(listen_until_stopped, listener)
+    except KeyboardInterrupt:  # Ctrl-C before the listener took the signal over
+        return 0
+    except ListenError as error:
+        if args.debug:
+            traceback.print_exception(error)
+        return _fail(f"listen: {error}")
+    except Exception as error:
+        if args.debug:
+            traceback.print_exception(error)
+        root = _root(error)
+        if isinstance(root, ListenError):
+            return _fail(f"listen: {root}")
+        return _fail(f"listen: {one_line(error)}")
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -34,7 +34,7 @@ from fgcpay.domain.subscriptions import Subscription
 from fgcpay.http.app import create_app
 from fgcpay.http.plumbing import protocol_error_answer
 from fgcpay.http.rate_limit import RateLimiter
-from fgcpay.live_status import StatusHub, follow_status_changes, publish_status
+from fgcpay.live_status import EventBells, StatusHub, follow_changes, publish_status
 from fgcpay.logs import log_event
 from fgcpay.server import ServerConfig
 from fgcpay.settings import Settings, default_public_url
@@ -51,6 +51,7 @@ from fgcpay.timers.expiry import ExpirySweeper
 from fgcpay.timers.renewals import RenewalSweeper
 from fgcpay.webhooks.dispatcher import WebhookDispatcher
 from fgcpay.webhooks.endpoints import WebhookEndpoints
+from fgcpay.webhooks.stream import EventStreams
 from hypercorn.config import Sockets
 from hypercorn.trio import serve as hypercorn_serve
 
@@ -79,6 +80,7 @@ class Service:
     refunds: Refunds
     ledger: Ledger
     accounts: Accounts
+    event_streams: EventStreams
     _touched: dict[str, int] = attrs.field(factory=dict)
 
     def note_key_used(self, key: ApiKey) -> None:
@@ -116,6 +118,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
             # The durable timers poll alike for other processes' work.
             renewals = RenewalSweeper(db, actors, clock, settings.expiry_poll_seconds)
             status_hub = StatusHub()
+            event_streams = EventStreams(db, clock, EventBells())
             box = SecretBox(settings.secret_key)
             dispatcher = WebhookDispatcher(
                 db,
@@ -203,8 +206,10 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 refunds=Refunds(db=db, host=actors),
                 ledger=Ledger(db=db),
                 accounts=Accounts(db, clock, settings.secret_key),
+                event_streams=event_streams,
             )
-            await nursery.start(follow_status_changes, db, status_hub, nursery)
+            await nursery.start(follow_changes, db, status_hub, event_streams.bells, nursery)
+            await nursery.start(event_streams.run)
             await nursery.start(actors.run)
             await nursery.start(sweeper.run)
             await nursery.start(renewals.run)
@@ -313,13 +318,20 @@ async def serve(
         server.install()
         config.protocol_error_answer = partial(protocol_error_answer, service)
         config.bind = _hand_over(sockets)
+        trigger = shutdown_trigger or wait_for_signal
+
+        async def shutting_down() -> None:
+            await trigger()
+            # Hypercorn waits for open connections: the event streams end now (1001).
+            service.event_streams.close_all()
+
         async with trio.open_nursery() as nursery:
             urls = await nursery.start(
                 partial(
                     hypercorn_serve,
                     create_app(service),
                     config,
-                    shutdown_trigger=shutdown_trigger or wait_for_signal,
+                    shutdown_trigger=shutting_down,
                     mode="asgi",
                 )
             )

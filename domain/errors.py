@@ -145,6 +145,28 @@ class RateLimited(ServiceError):
         self.retry_after_seconds = retry_after_seconds
 
 
+class TooManyStreams(RateLimited):
+    """A merchant already holds the most event streams at once (`GET /events/stream`)."""
+
+    code = "too_many_streams"
+
+    def __init__(self, most: int, retry_after_seconds: int) -> None:
+        super().__init__(retry_after_seconds)
+        self.message = (
+            f"{most} event streams are open for this merchant already, the most at once:"
+            " close one first."
+        )
+        self.args = (self.message,)
+        self.details = {"retry_after_seconds": retry_after_seconds, "most_streams": most}
+
+
+class UpgradeRequired(ServiceError):
+    """A plain HTTP request to a websocket-only path."""
+
+    status = 426
+    code = "upgrade_required"
+
+
 class Unavailable(ServiceError):
     """The service could not answer in time (an actor or the database is busy).
 

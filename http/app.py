@@ -12,6 +12,7 @@ from . import (
     checkout_sessions,
     deliveries,
     errors,
+    event_stream,
     health,
     ledger,
     openapi,
@@ -51,6 +52,7 @@ def create_app(service: Service) -> QuartTrio:
     app.register_blueprint(refunds.blueprint)
     app.register_blueprint(ledger.blueprint)
     app.register_blueprint(webhooks.blueprint)
+    app.register_blueprint(event_stream.blueprint)
     app.register_blueprint(deliveries.blueprint)
     app.register_blueprint(hosted_page.blueprint)
     app.register_blueprint(dashboard.blueprint)

@@ -57,6 +57,8 @@ ERROR_CODES = (
     "payload_too_large",
     "unsupported_media_type",
     "rate_limited",
+    "too_many_streams",
+    "upgrade_required",
     "internal_error",
     "service_unavailable",
 )
@@ -76,7 +78,8 @@ class ApiError(TypedDict):
             {
                 "description": (
                     "For `validation_error`: a list of `{field, message}` (FieldError). For "
-                    "`rate_limited`: `{retry_after_seconds}`. Otherwise null or an object."
+                    "`rate_limited`: `{retry_after_seconds}`; for `too_many_streams`: "
+                    "`{retry_after_seconds, most_streams}`. Otherwise null or an object."
                 )
             }
         ),
@@ -117,6 +120,8 @@ def api_error_response(error: errors.ServiceError) -> Response:
         response.headers["Retry-After"] = str(error.retry_after_seconds)
     if isinstance(error, errors.Unavailable):
         response.headers["Retry-After"] = str(error.retry_after_seconds)
+    if isinstance(error, errors.UpgradeRequired):
+        response.headers["Upgrade"] = "websocket"
     return response
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from fgcpay.domain import webhooks
 from fgcpay.domain.checkout import AMOUNT_SCHEMA
 from fgcpay.domain.errors import FieldErrorWire
+from fgcpay.domain.event_stream import CLOSE_CODES
 from fgcpay.domain.fields import COMPONENT, Metadata
 from pydantic import TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
@@ -71,7 +72,7 @@ def _types(operations: list[Operation]) -> list[tuple[str, Any]]:
     """Every named type the document shows, keyed for lookup."""
     found: dict[str, Any] = {"ApiError": ApiError, "FieldError": FieldErrorWire}
     for op in operations:
-        for kind in (op.body, op.query, op.schema):
+        for kind in (op.body, op.query, op.schema, *op.websocket):
             if kind is not None and not isinstance(kind, dict):
                 found[_key(kind)] = kind
     return list(found.items())
@@ -168,6 +169,14 @@ def _operation(
             "content": {"application/json": {"schema": success}},
         }
     }
+    if op.websocket:
+        # OpenAPI has no websockets: the 101 has no body, and the frames the socket sends
+        # are named in an extension (each a schema of components).
+        del responses[str(op.status)]["content"]
+        built[parts.WEBSOCKET_EXTENSION] = {
+            "frames": {"oneOf": [schemas[_key(kind)] for kind in op.websocket]},
+            "closeCodes": {str(code): text for code, text in CLOSE_CODES.items()},
+        }
     for status in op.error_statuses(bool(path_parameters)):
         responses[str(status)] = {"$ref": f"#/components/responses/{parts.ERRORS[status][0]}"}
     built["responses"] = responses
@@ -194,7 +203,12 @@ def build(app: QuartTrio) -> dict[str, Any]:
     operations = [op for *_, op in routes]
     schemas, components = _schemas(operations)
     paths: dict[str, Any] = {}
+    declared_at: dict[tuple[str, str], Operation] = {}
     for path, method, names, op in routes:
+        # A websocket's path has a plain GET too (answering 426): one operation, declared
+        # alike on both views.
+        if declared_at.setdefault((path, method), op) != op:
+            raise LookupError(f"{method.upper()} {path} is declared twice, differently")
         paths.setdefault(path, {})[method] = _operation(op, names, schemas, components)
     for op in operations:  # a query model is shown as its parameters only
         if op.query is not None:

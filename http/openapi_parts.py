@@ -27,6 +27,8 @@ INFO: dict[str, Any] = {
         "`webhook-timestamp`, `webhook-signature`; see docs/webhooks.md."
     ),
 }
+# The operation's extension naming a websocket's frames and close codes.
+WEBSOCKET_EXTENSION = "x-websocket"
 SECURITY_SCHEME = "bearerApiKey"
 SECURITY_SCHEMES: dict[str, Any] = {
     SECURITY_SCHEME: {
@@ -136,7 +138,18 @@ ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
         "415 `unsupported_media_type`: a body that is not application/json.",
         (),
     ),
-    429: ("RateLimited", "429 `rate_limited`", ("Retry-After",)),
+    426: (
+        "UpgradeRequired",
+        "426 `upgrade_required`: a websocket path asked without the websocket upgrade. "
+        "Header `Upgrade: websocket`.",
+        ("Upgrade",),
+    ),
+    429: (
+        "RateLimited",
+        "429 `rate_limited`, or on the event stream `too_many_streams` (the merchant holds "
+        "the most streams at once)",
+        ("Retry-After",),
+    ),
     431: (
         "HeadersTooLarge",
         f"431 `request_header_fields_too_large`: the request line and headers exceed {KIB} KiB "
@@ -162,6 +175,8 @@ def header_refs(names: tuple[str, ...]) -> dict[str, Any]:
     for name in names:
         if name == "WWW-Authenticate":
             found[name] = {"schema": {"type": "string"}}
+        elif name == "Upgrade":
+            found[name] = {"schema": {"type": "string", "enum": ["websocket"]}}
         else:
             found[name] = {"$ref": f"#/components/headers/{name}"}
     return found

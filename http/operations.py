@@ -40,6 +40,8 @@ class Operation:
     # Looks up an id its body names (404 when the merchant has none by it, e.g. the
     # session a refund is for), beside any in its path.
     finds: bool = False
+    # A websocket: the frames it sends (TypedDicts); success is 101, a plain request 426.
+    websocket: tuple[object, ...] = ()
 
     def error_statuses(self, has_path_parameters: bool) -> list[int]:
         """Every error status this operation can answer, from what it declares."""
@@ -55,6 +57,8 @@ class Operation:
             statuses |= {408, 415}
         if self.idempotent or self.conflicts:
             statuses.add(409)
+        if self.websocket:
+            statuses.add(426)
         return sorted(statuses)
 
 

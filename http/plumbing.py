@@ -1,18 +1,21 @@
 """What every request goes through: request id, size limits (body and head), the whole
 body received before any early answer, authentication and rate limits under /api/v1, the
-RateLimit and Request-Id headers, and one log line. Also the ApiError answer to requests
+RateLimit and Request-Id headers, and one log line; and the same for a websocket's
+handshake under /api/v1 (the event stream). Also the ApiError answer to requests
 that cannot be parsed at all (`protocol_error_answer`, used by `fgcpay.server`)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from fgcpay.domain import errors, ids
 from fgcpay.logs import log_event
 from fgcpay.server import BODY_TIMEOUT_SECONDS, MAX_HEADER_BYTES
-from quart import Response, g, request
+from quart import Response, g, request, websocket
+from quart.typing import ResponseTypes
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
@@ -44,8 +47,8 @@ def principal() -> Principal:
     return found
 
 
-def _client_address() -> str:
-    client = request.scope.get("client")
+def _client_address(scope: Mapping[str, Any] | None = None) -> str:
+    client = (request.scope if scope is None else scope).get("client")
     return str(client[0]) if client else "unknown"
 
 
@@ -73,7 +76,36 @@ def install(app: QuartTrio) -> None:
         if path in PUBLIC_API_PATHS:
             await _limit_by_address()
         elif under_api:
-            await _authenticate_and_limit()
+            await _authenticate_and_limit(request.headers.getlist("Authorization"))
+
+    @app.before_websocket
+    async def _begin_websocket() -> None:
+        # A websocket under /api/v1 (the event stream) is authenticated and limited as
+        # every request is, from its handshake's `Authorization` header (never from the
+        # URL: a key there would end up in access logs). A refusal is the handshake's
+        # HTTP answer, an ApiError with the same headers.
+        g.request_id = ids.request_id()
+        g.started = time.perf_counter()
+        g.principal = None
+        g.rate = None
+        if websocket.path.startswith(API_PREFIX):
+            try:
+                _check_sizes(websocket.scope)
+            except errors.ServiceError:
+                await _limit_by_address(websocket.scope)
+                raise
+            await _authenticate_and_limit(
+                websocket.headers.getlist("Authorization"), websocket.scope
+            )
+
+    @app.after_websocket
+    async def _finish_websocket(response: ResponseTypes | None) -> ResponseTypes | None:
+        if response is None or not websocket.path.startswith(API_PREFIX):
+            return response  # accepted: the handler logs the stream as it ends
+        response.headers.update(handshake_headers())
+        response.headers["Cache-Control"] = "no-store"
+        log_request(response.status_code, websocket.path, "GET")
+        return response
 
     @app.after_request
     async def _finish(response: Response) -> Response:
@@ -84,36 +116,54 @@ def install(app: QuartTrio) -> None:
             response.headers.update(rate_limit_headers(current_service().rate_limiter, verdict))
         if request.path.startswith(API_PREFIX):
             response.headers.setdefault("Cache-Control", "no-store")
-        who: Principal | None = getattr(g, "principal", None)
-        started = getattr(g, "started", None)
-        log_event(
-            "request",
-            logging.INFO,
-            request_id=request_id,
-            method=request.method,
-            path=request.path,
-            status=response.status_code,
-            duration_ms=round((time.perf_counter() - started) * 1000, 2) if started else None,
-            merchant_id=who.merchant.id if who else None,
-        )
+        log_request(response.status_code, request.path, request.method)
         return response
 
 
-async def _limit_by_address() -> None:
+def log_request(status: int, path: str, method: str, **more: Any) -> None:
+    """The one log line of a request (of a websocket: as it ends, `more` saying how)."""
+    who: Principal | None = getattr(g, "principal", None)
+    started = getattr(g, "started", None)
+    log_event(
+        "request",
+        logging.INFO,
+        request_id=getattr(g, "request_id", ""),
+        method=method,
+        path=path,
+        status=status,
+        duration_ms=round((time.perf_counter() - started) * 1000, 2) if started else None,
+        merchant_id=who.merchant.id if who else None,
+        **more,
+    )
+
+
+def handshake_headers() -> dict[str, str]:
+    """`Request-Id` and, past the rate limiter, the RateLimit headers: for a websocket's
+    handshake answer, whether it accepts or refuses."""
+    headers = {"Request-Id": getattr(g, "request_id", "")}
+    verdict: Verdict | None = getattr(g, "rate", None)
+    if verdict is not None:
+        headers.update(rate_limit_headers(current_service().rate_limiter, verdict))
+    return headers
+
+
+async def _limit_by_address(scope: Mapping[str, Any] | None = None) -> None:
     """Calls without a valid key (public documents, failed authentication) are limited
     per client address, with the same bucket sizes as a key."""
-    g.rate = await current_service().rate_limiter.take("ip:" + _client_address())
+    g.rate = await current_service().rate_limiter.take("ip:" + _client_address(scope))
     if not g.rate.allowed:
         raise errors.RateLimited(g.rate.retry_after)
 
 
-async def _authenticate_and_limit() -> None:
+async def _authenticate_and_limit(
+    authorizations: list[str], scope: Mapping[str, Any] | None = None
+) -> None:
     service = current_service()
     try:
-        found = await authenticate(service.db, request.headers.getlist("Authorization"))
+        found = await authenticate(service.db, authorizations)
     except errors.Unauthenticated:
         # Failed attempts are limited per client address, so keys cannot be guessed fast.
-        await _limit_by_address()
+        await _limit_by_address(scope)
         raise
     g.principal = found
     g.rate = await service.rate_limiter.take("key:" + found.api_key.id)
@@ -130,16 +180,19 @@ def rate_limit_headers(limiter: RateLimiter, verdict: Verdict) -> dict[str, str]
     }
 
 
-def _check_sizes() -> None:
-    """413 for a declared body over the limit, 431 for a request head over the limit.
+def _check_sizes(socket_scope: Mapping[str, Any] | None = None) -> None:
+    """413 for a declared body over the limit, 431 for a request head over the limit
+    (a websocket handshake, `socket_scope`, has no body).
 
     h11 refuses a head only while it is incomplete and over the limit, so a large head
     that arrived in one read is measured here, to make the limit exact.
     """
-    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-        raise errors.PayloadTooLarge("The request body is larger than 64 KiB.")
-    scope = request.scope
-    head = len(request.method) + len(scope["raw_path"]) + len(scope["query_string"]) + 14
+    if socket_scope is None:
+        if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+            raise errors.PayloadTooLarge("The request body is larger than 64 KiB.")
+    scope = request.scope if socket_scope is None else socket_scope
+    method = request.method if socket_scope is None else "GET"
+    head = len(method) + len(scope["raw_path"]) + len(scope["query_string"]) + 14
     head += sum(len(name) + len(value) + 4 for name, value in scope["headers"])
     if head > MAX_HEADER_BYTES:
         raise HeadersTooLarge()

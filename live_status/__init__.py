@@ -1,13 +1,17 @@
 """Live status: the newest status of each resource, fanned out to local subscribers (the
-hosted page's websockets), with the changes other processes commit heard and republished."""
+hosted page's websockets); the doorbells of the event streams; and the changes other
+processes commit, heard through the database."""
 
-from ._follow import follow_status_changes, publish_status, republish_statuses
+from ._bells import Bell, EventBells
+from ._follow import follow_changes, publish_status, republish_statuses
 from ._hub import StatusHub, Subscription
 
 __all__ = [
+    "Bell",
+    "EventBells",
     "StatusHub",
     "Subscription",
-    "follow_status_changes",
+    "follow_changes",
     "publish_status",
     "republish_statuses",
 ]

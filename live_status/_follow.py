@@ -1,4 +1,5 @@
-"""Status changes committed by other processes, republished into this process's hub."""
+"""Changes committed by other processes: statuses republished into this process's hub,
+and the event streams' bells rung."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import logging
 import trio
 from fgcpay.domain.subscriptions import SUBSCRIPTION_PREFIX
 from fgcpay.logs import log_event
-from fgcpay.storage import Database, StorageError, checkout_sessions, subscriptions
+from fgcpay.storage import Database, StorageError, checkout_sessions, event_stream, subscriptions
 
+from ._bells import EventBells
 from ._hub import StatusHub
 
 
@@ -17,27 +19,36 @@ def publish_status(hub: StatusHub, resource_id: str, status: str) -> None:
     hub.publish(resource_id, {"id": resource_id, "status": status})
 
 
-async def follow_status_changes(
+async def follow_changes(
     db: Database,
     hub: StatusHub,
+    bells: EventBells,
     nursery: trio.Nursery,
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Publish into `hub` every status change any process commits (PostgreSQL
-    LISTEN/NOTIFY on `checkout_sessions.STATUS_CHANNEL`). Each time the listener is back
-    after losing its connection, the followed resources are read again in `nursery`:
-    changes made meanwhile were not heard. SQLite serves one process: nothing to follow."""
+    """Publish into `hub` every status change any process commits
+    (`checkout_sessions.STATUS_CHANNEL`), and ring the merchant's bells for every commit
+    of its events (`event_stream.EVENTS_CHANNEL`), through the database's `listen` (one
+    connection on PostgreSQL). Each time the listener is back after losing its
+    connection, the followed resources are read again in `nursery` and every bell is
+    rung: what was notified meanwhile was not heard."""
 
-    def on_payload(payload: str) -> None:
+    def status_changed(payload: str) -> None:
         resource_id, _, status = payload.partition(":")
         if resource_id and status:
             publish_status(hub, resource_id, status)
 
+    def reconnected() -> None:
+        nursery.start_soon(republish_statuses, db, hub)
+        bells.ring_all()
+
     await db.listen(
-        checkout_sessions.STATUS_CHANNEL,
-        on_payload,
-        lambda: nursery.start_soon(republish_statuses, db, hub),
+        {
+            checkout_sessions.STATUS_CHANNEL: status_changed,
+            event_stream.EVENTS_CHANNEL: bells.ring,
+        },
+        reconnected,
         task_status=task_status,
     )
 

@@ -9,7 +9,7 @@ transaction per group, a savepoint per caller), so one fsync serves many callers
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import trio
@@ -39,6 +39,13 @@ class Tx(Protocol):
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run a statement once per row of arguments."""
+        ...
+
+    def notify(self, channel: str, payload: str) -> None:
+        """Hand `payload` to the listeners of `channel` once this transaction commits:
+        PostgreSQL's NOTIFY (every process that LISTENs); SQLite, one process per file,
+        the listeners of this process. A transaction rolled back may still have told its
+        listeners: a notification says "look again", never what to find."""
         ...
 
 
@@ -91,16 +98,16 @@ class Database(Protocol):
 
     async def listen(
         self,
-        channel: str,
-        on_payload: Callable[[str], None],
+        channels: Mapping[str, Callable[[str], None]],
         on_reconnect: Callable[[], None],
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Call `on_payload` for each notification other processes commit on `channel`
-        (PostgreSQL LISTEN/NOTIFY), and `on_reconnect` each time the listener is back after
-        losing its connection (what was notified meanwhile was not heard). A database
-        that serves one process (SQLite) has nothing to hear: it returns once started."""
+        """Until cancelled, call `channels[channel](payload)` for each notification a
+        committed transaction sent (`Tx.notify`) on one of the channels, and
+        `on_reconnect` each time the listener is back after losing its connection (what
+        was notified meanwhile was not heard). PostgreSQL: LISTEN on one connection of
+        its own, for every process's commits. SQLite: this process's commits."""
         ...
 
 

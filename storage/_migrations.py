@@ -2,6 +2,9 @@
 
 One file serves both backends: the schema keeps to SQL that SQLite and PostgreSQL read
 alike (TEXT, BIGINT, no booleans, times as BIGINT microseconds since the epoch, UTC).
+Where a backend needs what the other cannot read (a PostgreSQL sequence, a column default
+that calls a function), the migration is a pair of files of the same number and name,
+`NNNN_name.sqlite.sql` and `NNNN_name.postgresql.sql`, and each backend applies its own.
 Applying is idempotent and safe to run from several processes at once.
 """
 
@@ -14,7 +17,8 @@ from typing import Any
 
 import attrs
 
-_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)(?:\.(sqlite|postgresql))?\.sql$")
+DIALECTS = ("sqlite", "postgresql")
 
 CREATE_TABLE = (
     "CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -29,19 +33,32 @@ class Migration:
     version: int
     name: str
     sql: str
+    dialect: str | None = None  # the one backend this file is for; None: both
+
+    def applies_to(self, dialect: str) -> bool:
+        return self.dialect in (None, dialect)
 
 
 def load_migrations() -> list[Migration]:
-    """The migrations shipped in the package, in version order."""
+    """The migrations shipped in the package, in version order (a backend's own files
+    beside each other under one version)."""
     found = []
     for entry in resources.files("fgcpay.storage.migrations").iterdir():
         match = _NAME.match(entry.name)
         if match:
-            found.append(Migration(int(match.group(1)), match.group(2), entry.read_text("utf-8")))
-    found.sort(key=lambda m: m.version)
-    versions = [m.version for m in found]
-    if len(set(versions)) != len(versions):
-        raise RuntimeError("two migrations share a version number")
+            version, name, dialect = int(match.group(1)), match.group(2), match.group(3)
+            found.append(Migration(version, name, entry.read_text("utf-8"), dialect))
+    found.sort(key=lambda m: (m.version, m.dialect or ""))
+    for dialect in DIALECTS:
+        versions = [m.version for m in found if m.applies_to(dialect)]
+        if len(set(versions)) != len(versions):
+            raise RuntimeError(f"two {dialect} migrations share a version number")
+    by_version: dict[int, set[str | None]] = {}
+    for m in found:
+        by_version.setdefault(m.version, set()).add(m.dialect)
+    for version, dialects in by_version.items():
+        if None not in dialects and dialects != set(DIALECTS):
+            raise RuntimeError(f"migration {version:04d} has a file for one backend only")
     return found
 
 
@@ -56,6 +73,8 @@ def sqlite_apply_migrations(conn: sqlite3.Connection, migrations: list[Migration
     conn.execute(CREATE_TABLE)
     applied_now = []
     for migration in migrations:
+        if not migration.applies_to("sqlite"):
+            continue
         conn.execute("BEGIN IMMEDIATE")
         try:
             done = conn.execute(
@@ -88,7 +107,7 @@ def pg_apply_migrations(conn: Any, migrations: list[Migration]) -> list[int]:
         conn.execute(CREATE_TABLE)
         done = {row["version"] for row in conn.execute("SELECT version FROM schema_migrations")}
         for migration in migrations:
-            if migration.version in done:
+            if migration.version in done or not migration.applies_to("postgresql"):
                 continue
             # No parameters: sent as one simple query, so a migration may hold several
             # statements (and `%` needs no escaping).

@@ -12,7 +12,8 @@ another event loop and nothing blocks the trio thread.
   alone in a savepoint of its own, so one caller's error rolls back only its own work.
 - Reads run on pooled connections in autocommit mode; each read is one statement or a
   few statements that need no common snapshot.
-- LISTEN runs on a connection and a thread of its own, and reconnects after a restart.
+- LISTEN (every channel the process follows) runs on a connection and a thread of its
+  own, and reconnects after a restart.
 
 `FGCPAY_DB_POOL_SIZE` bounds every connection a process opens: the writer's, the
 listener's and the readers' (the rest). Every connection carries `statement_timeout`, so
@@ -30,7 +31,7 @@ import os
 import re
 import select
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -127,6 +128,9 @@ class PgTx:
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._cur.executemany(to_pg(sql), rows)
+
+    def notify(self, channel: str, payload: str) -> None:
+        self._cur.execute("SELECT pg_notify(%s, %s)", (channel, payload))
 
 
 class PostgresDatabase:
@@ -365,26 +369,32 @@ class PostgresDatabase:
 
     async def listen(
         self,
-        channel: str,
-        on_payload: Callable[[str], None],
+        channels: Mapping[str, Callable[[str], None]],
         on_reconnect: Callable[[], None],
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """LISTEN on `channel` on a connection of its own, calling `on_payload` (on the
-        trio thread) for each NOTIFY; reconnects, with backoff, when the connection drops,
-        then calls `on_reconnect` (what was notified meanwhile was lost)."""
+        """LISTEN on every channel of `channels` on one connection of its own, calling
+        the channel's function (on the trio thread) for each NOTIFY; reconnects, with
+        backoff, when the connection drops, then calls `on_reconnect` (what was notified
+        meanwhile was lost)."""
         token = trio.lowlevel.current_trio_token()
         started = False
         delay = 0.5
+
+        def deliver(channel: str, payload: str) -> None:
+            heard = channels.get(channel)
+            if heard is not None:
+                token.run_sync_soon(heard, payload)
+
         while True:
             stop = threading.Event()
             try:
                 conn = await trio.to_thread.run_sync(
-                    self._listening, channel, limiter=self._listen_limiter
+                    self._listening, list(channels), limiter=self._listen_limiter
                 )
             except DatabaseUnavailable as error:
-                log_event("status listener cannot connect", logging.WARNING, error=str(error))
+                log_event("listener cannot connect", logging.WARNING, error=str(error))
             else:
                 delay = 0.5
                 if not started:
@@ -396,21 +406,22 @@ class PostgresDatabase:
                     await trio.to_thread.run_sync(
                         self._pump,
                         conn,
-                        lambda payload: token.run_sync_soon(on_payload, payload),
+                        deliver,
                         stop,
                         abandon_on_cancel=True,
                         limiter=self._listen_limiter,
                     )
                 finally:
                     stop.set()  # the thread closes the connection within a poll
-                log_event("status listener lost its connection", logging.WARNING)
+                log_event("listener lost its connection", logging.WARNING)
             await trio.sleep(delay)
             delay = min(delay * 2, 10.0)
 
-    def _listening(self, channel: str) -> psycopg.Connection[Any]:
+    def _listening(self, channels: list[str]) -> psycopg.Connection[Any]:
         conn = self._connect()
         try:
-            conn.execute(f"LISTEN {channel}")
+            for channel in channels:
+                conn.execute(f"LISTEN {channel}")
         except psycopg.Error as error:
             conn.close()
             raise _unavailable(error) from error
@@ -418,14 +429,16 @@ class PostgresDatabase:
 
     @staticmethod
     def _pump(
-        conn: psycopg.Connection[Any], deliver: Callable[[str], None], stop: threading.Event
+        conn: psycopg.Connection[Any],
+        deliver: Callable[[str, str], None],
+        stop: threading.Event,
     ) -> None:
-        """Hand each notification to `deliver` until `stop` is set or the connection
-        drops; the stop flag is looked at every half second."""
+        """Hand each notification (channel, payload) to `deliver` until `stop` is set or
+        the connection drops; the stop flag is looked at every half second."""
         try:
             while not stop.is_set():
                 for notify in conn.notifies(timeout=0.5):
-                    deliver(notify.payload)
+                    deliver(notify.channel, notify.payload)
         except (psycopg.Error, trio.RunFinishedError):
             pass
         finally:

@@ -13,7 +13,8 @@ the trio thread never waits for the file.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,8 @@ class SqliteTx:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
+        # (channel, payload) to hand to this process's listeners once the group commits.
+        self.notices: list[tuple[str, str]] = []
 
     def fetch(self, sql: str, *args: Any) -> Sequence[Row]:
         return self._conn.execute(sql, args).fetchall()
@@ -69,6 +72,9 @@ class SqliteTx:
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._conn.executemany(sql, rows)
+
+    def notify(self, channel: str, payload: str) -> None:
+        self.notices.append((channel, payload))
 
 
 def sqlite_path(database_url: str) -> str:
@@ -105,6 +111,10 @@ class SqliteDatabase:
         self._reader = GroupThread("fgcpay-sqlite-reader", self._read_group)
         self._reader_conn: sqlite3.Connection | None = None
         self._open = False
+        # channel -> the listening functions (and their trio run's token), read by the writer
+        # thread after each commit.
+        self._listeners: dict[str, list[tuple[trio.lowlevel.TrioToken, Callable[[str], None]]]] = {}
+        self._listeners_lock = threading.Lock()
 
     def _connect(self) -> sqlite3.Connection:
         return _connect(self.path, self.timeout_seconds)
@@ -172,14 +182,41 @@ class SqliteDatabase:
 
     async def listen(
         self,
-        channel: str,
-        on_payload: Callable[[str], None],
+        channels: Mapping[str, Callable[[str], None]],
         on_reconnect: Callable[[], None],
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        # One process per file: every change is made, and published, in this process.
-        task_status.started()
+        # One process per file: every change is made here, and heard after its commit
+        # (several processes on one file hear only their own: they poll for the rest).
+        token = trio.lowlevel.current_trio_token()
+        entries = [(channel, (token, heard)) for channel, heard in channels.items()]
+        with self._listeners_lock:
+            for channel, entry in entries:
+                self._listeners.setdefault(channel, []).append(entry)
+        try:
+            task_status.started()
+            await trio.sleep_forever()
+        finally:
+            with self._listeners_lock:
+                for channel, entry in entries:
+                    self._listeners[channel].remove(entry)
+
+    def _tell_listeners(self, notices: list[tuple[str, str]]) -> None:
+        """On the writer thread, once a group has committed."""
+        if not notices:
+            return
+        with self._listeners_lock:
+            found = [
+                (token, heard, payload)
+                for channel, payload in dict.fromkeys(notices)
+                for token, heard in self._listeners.get(channel, ())
+            ]
+        for token, heard, payload in found:
+            try:
+                token.run_sync_soon(heard, payload)
+            except trio.RunFinishedError:
+                pass
 
     # -- the writer thread ----------------------------------------------------------
 
@@ -194,6 +231,7 @@ class SqliteDatabase:
                     for job in run.jobs:
                         self._run_job(conn, tx, job)
             conn.execute("COMMIT")
+            self._tell_listeners(tx.notices)
         except sqlite3.Error as error:
             # The group as a whole failed (the file cannot be written, or SQLite rolled
             # the transaction back by itself): nothing of it is committed, every caller

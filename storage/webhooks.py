@@ -16,6 +16,7 @@ from fgcpay.domain.webhooks import (
     subscribes,
 )
 
+from . import event_stream
 from ._bulk import Column, insert_rows
 from ._database import Row, Tx
 from .paging import newest_first
@@ -159,13 +160,19 @@ def record_event(tx: Tx, event: Event) -> int:
 def record_events(tx: Tx, events: Sequence[Event]) -> int:
     """`record_event` for each of `events`, with one statement for all the events and one
     for all their deliveries (a batched write's events)."""
-    insert_rows(
-        tx,
-        "events",
-        _EVENT_TYPES,
-        [(e.id, e.merchant_id, e.type, e.resource_id, e.sequence, e.body, e.created_at)
-         for e in events],
-    )  # fmt: skip
+    rows = [(e.id, e.merchant_id, e.type, e.resource_id, e.sequence, e.body, e.created_at)
+            for e in events]  # fmt: skip
+    # Their place in the event stream: PostgreSQL's column defaults fill it; SQLite's
+    # comes from a counter (storage/event_stream.py).
+    positions = event_stream.positions_for(tx, len(rows))
+    if positions is None:
+        insert_rows(tx, "events", _EVENT_TYPES, rows)
+    else:
+        columns = [*_EVENT_TYPES, ("stream_seq", "bigint")]
+        insert_rows(
+            tx, "events", columns, [(*row, n) for row, n in zip(rows, positions, strict=True)]
+        )
+    event_stream.announce(tx, events)
     return _queue_deliveries(tx, events, None)
 
 

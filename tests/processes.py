@@ -1,13 +1,16 @@
 """`fgcpay serve`, or hypercorn serving `fgcpay.asgi:app`, as a real process, for the
-tests that kill, stop or restart it; and the worker processes under it."""
+tests that kill, stop or restart it; the worker processes under it; and `fgcpay listen`,
+the developer's forwarder, as one."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -200,3 +203,59 @@ def ended_within(pids: list[int], seconds: float) -> bool:
     finally:
         for handle in handles:
             os.close(handle)
+
+
+@attrs.define
+class ListenProcess:
+    """`fgcpay listen` as a developer runs it, the key in FGCPAY_API_KEY, its state under
+    `config_home` (XDG_CONFIG_HOME); standard output read line by line, standard error
+    kept in `errors`."""
+
+    config_home: Path
+    api_url: str
+    api_key: str
+    forward_to: str
+    extra: list[str] = attrs.field(factory=list)
+    process: trio.Process | None = None
+    _pending: bytes = b""
+
+    @property
+    def errors(self) -> Path:
+        return self.config_home / "listen.stderr"
+
+    async def start(self) -> str:
+        """Start it; the signing secret its first line shows (30 s at most)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FGCPAY_")}
+        env.update(XDG_CONFIG_HOME=str(self.config_home), FGCPAY_API_KEY=self.api_key)
+        args = ["listen", "--api-url", self.api_url, "--forward-to", self.forward_to]
+        self.config_home.mkdir(parents=True, exist_ok=True)
+        with self.errors.open("ab") as sink:
+            self.process = await trio.lowlevel.open_process(
+                [*FGCPAY, *args, *self.extra], env=env, stdout=subprocess.PIPE, stderr=sink
+            )
+        ready = await self.line(within=30)
+        found = re.search(r"\b(whsec_\S+)", ready)
+        assert found, ready
+        return found.group(1)
+
+    async def line(self, within: float = 30) -> str:
+        """Its next line of standard output."""
+        assert self.process is not None and self.process.stdout is not None
+        with trio.fail_after(within):
+            while b"\n" not in self._pending:
+                chunk = await self.process.stdout.receive_some(4096)
+                assert chunk, f"it ended: {self.errors.read_text()}"
+                self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line.decode()
+
+    async def stop(self) -> int:
+        """Ctrl-C, and its exit status (15 s at most)."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGINT)
+        with trio.fail_after(15):
+            return await self.process.wait()
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()

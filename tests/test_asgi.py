@@ -26,11 +26,12 @@ from fgcpay.asgi import ServiceApp, asgi_settings
 from fgcpay.logs import logger
 from fgcpay.service import hypercorn_config
 from fgcpay.webhooks import verify_delivery
-from helpers import TEST_SECRET, make_settings, valid_body, wait_until
+from helpers import TEST_SECRET, make_settings, open_stream, valid_body, wait_until
 from hosted import TOKEN
 from hypercorn.config import Config
 from processes import PROCFILE_CONFIG, HypercornProcess, ended_within, worker_pids
 from receiver import reserve_port, start_receiver
+from trio_websocket import ConnectionClosed
 
 PROMPT_SECONDS = 5.0  # an idle stop takes a fraction of a second
 
@@ -131,8 +132,22 @@ async def test_hypercorn_serves_a_payment_and_its_webhook_then_stops_cleanly(
         assert (status, error["code"]) == (400, "validation_error")
         assert answered["request-id"] == error["request_id"] and "ratelimit" in answered
 
-        started = time.monotonic()
-        assert await service.stop(signal.SIGTERM) == 0
+        # An event stream open on a worker ends with 1001 as the drain begins, rather
+        # than holding it for the grace period.
+        async with open_stream(service.url, created["api_key"]) as stream:
+            started = time.monotonic()
+            stopped: list[int] = []
+
+            async def stop() -> None:
+                stopped.append(await service.stop(signal.SIGTERM))
+
+            async with trio.open_nursery() as stopping:
+                stopping.start_soon(stop)
+                with trio.fail_after(PROMPT_SECONDS), pytest.raises(ConnectionClosed) as closed:
+                    while True:
+                        await stream.ws.get_message()
+        assert closed.value.reason is not None and closed.value.reason.code == 1001
+        assert stopped == [0]
         assert time.monotonic() - started < PROMPT_SECONDS
     finally:
         service.kill()

@@ -11,15 +11,27 @@ operation must have been seen answering its success status.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 import trio
-from helpers import MerchantClient, Server, advances_held, subscription_body, valid_body
+from helpers import (
+    MerchantClient,
+    Server,
+    advances_held,
+    bearer,
+    stream_refusal,
+    stream_url,
+    subscription_body,
+    valid_body,
+)
 from hosted import paid_session
 from jsonschema import Draft202012Validator
 from receiver import start_receiver
+from trio_websocket import open_websocket_url
 
 FAKE = "0" * 24
 DELIVERY_DEADLINE = 30.0
@@ -50,34 +62,53 @@ class Checker:
         return self._validators[key]
 
     def check(self, method: str, template: str, response: httpx.Response) -> httpx.Response:
+        self.check_answer(method, template, response.status_code, response.headers, response.json())
+        return response
+
+    def check_answer(
+        self,
+        method: str,
+        template: str,
+        status_code: int,
+        headers: Mapping[str, str],
+        body: Any,
+    ) -> None:
+        """An answer's status, headers and JSON body (None for a websocket's 101, which
+        has none); `headers` looked up case-insensitively."""
+        headers = {name.lower(): value for name, value in headers.items()}
         operation = self.document["paths"][template][method]
-        status = str(response.status_code)
-        assert status in operation["responses"], (method, template, status, response.text)
+        status = str(status_code)
+        assert status in operation["responses"], (method, template, status, body)
         documented = self._resolve(operation["responses"][status])
-        media = documented["content"]["application/json"]
-        assert response.headers["content-type"].startswith("application/json"), response.headers
-        errors = [
-            f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-            for e in self._validator(media["schema"]).iter_errors(response.json())
-        ]
-        assert not errors, (method, template, status, errors, response.text[:500])
+        if status_code == 101:
+            assert body is None and "content" not in documented
+        else:
+            media = documented["content"]["application/json"]
+            assert headers["content-type"].startswith("application/json"), headers
+            self.check_schema(media["schema"], body, (method, template, status))
         assert "Request-Id" in documented.get("headers", {}), (method, template, status)
         for name, header in documented.get("headers", {}).items():
             header = self._resolve(header)
-            value = response.headers.get(name)
-            always = name in ("Request-Id", "WWW-Authenticate", "Retry-After") or (
-                response.status_code < 300 and name in ("RateLimit-Policy", "RateLimit")
+            value = headers.get(name.lower())
+            always = name in ("Request-Id", "WWW-Authenticate", "Retry-After", "Upgrade") or (
+                status_code < 300 and name in ("RateLimit-Policy", "RateLimit")
             )
             if always:
-                assert value is not None, (method, template, status, name, response.headers)
+                assert value is not None, (method, template, status, name, headers)
             if value is not None:
                 typed: Any = int(value) if header["schema"].get("type") == "integer" else value
                 assert self._validator(header["schema"]).is_valid(typed), (name, value)
         for name in ("Deprecation", "Idempotent-Replayed"):
-            if name in response.headers:  # sent only where documented
+            if name.lower() in headers:  # sent only where documented
                 assert name in documented.get("headers", {}), (method, template, status, name)
-        self.seen.add((method, template, response.status_code))
-        return response
+        self.seen.add((method, template, status_code))
+
+    def check_schema(self, schema: dict[str, Any], body: Any, where: object) -> None:
+        errors = [
+            f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in self._validator(schema).iter_errors(body)
+        ]
+        assert not errors, (where, errors, str(body)[:500])
 
     def unseen_successes(self) -> list[str]:
         missing = []
@@ -123,6 +154,7 @@ def _template(path: str) -> str:
         ),
         (r"/webhook_endpoints/[^/]+", "/webhook_endpoints/{endpoint_id}"),
         (r"/events/[^/]+/redeliver", "/events/{event_id}/redeliver"),
+        (r"/events/stream", "/events/stream"),
         (r"/events/[^/]+", "/events/{event_id}"),
         (r"/webhook_deliveries/[^/]+", "/webhook_deliveries/{delivery_id}"),
         (r"/test_helpers/refunds/[^/]+/approve", "/test_helpers/refunds/{refund_id}/approve"),
@@ -402,5 +434,37 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
     )
     assert (await call("get", "/balance", params={"x": "1"})).status_code == 400
     assert (await call("get", "/balance", key="fp_test_x")).status_code == 401
+
+    # The event stream: a websocket (101, then frames named by the x-websocket extension),
+    # its refusals in the handshake, and a plain GET's 426.
+    stream_op = checker.document["paths"]["/events/stream"]["get"]
+    frames = stream_op["x-websocket"]["frames"]
+    async with open_websocket_url(stream_url(server.url), extra_headers=bearer(merchant.key)) as ws:
+        handshake = ws.handshake_headers
+        checker.check_answer(
+            "get",
+            "/events/stream",
+            101,
+            {name.decode(): value.decode() for name, value in handshake},
+            None,
+        )
+        checker.check_schema(frames, json.loads(await ws.get_message()), "hello")
+        assert (await call("post", "/subscriptions", json=subscription_body())).status_code == 201
+        with trio.fail_after(DELIVERY_DEADLINE):
+            checker.check_schema(frames, json.loads(await ws.get_message()), "event")
+    for key, query, status in (
+        ("fp_test_x", {}, 401),
+        (merchant.key, {"after": "x"}, 400),
+        (merchant.key, {"types": "x"}, 400),
+    ):
+        handshake_refused = await stream_refusal(server.url, key, **query)
+        assert handshake_refused.status == status, handshake_refused
+        checker.check_answer(
+            "get", "/events/stream", status, handshake_refused.headers, handshake_refused.body
+        )
+    assert (await call("get", "/events/stream")).status_code == 426
+    assert (await call("get", "/events/stream", params={"after": "x"})).status_code == 400
+    assert (await call("get", "/events/stream", key="fp_test_x")).status_code == 401
+    checker.check_schema(frames, {"object": "ping", "at": "2026-11-24T10:00:00.000Z"}, "ping")
 
     assert checker.unseen_successes() == []

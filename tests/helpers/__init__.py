@@ -67,6 +67,7 @@ from ._service import (
     make_settings,
     start_server,
 )
+from ._stream import EventStream, Refusal, bearer, open_stream, stream_refusal, stream_url
 from ._subscriptions import (
     StoredEvent,
     add_approved_subscriptions,
@@ -98,6 +99,12 @@ __all__ = [
     "sign_in",
     "signed_up",
     "every_page",
+    "EventStream",
+    "bearer",
+    "Refusal",
+    "open_stream",
+    "stream_refusal",
+    "stream_url",
     "ARTIFACTS",
     "BACKENDS",
     "CHARGING",
