@@ -96,6 +96,15 @@ class _Cooling:
     failed_activations: int
 
 
+@attrs.frozen
+class ActorLoad:
+    """What a host's actors hold at one instant (for the metrics)."""
+
+    live: dict[str, int]  # active actors by kind, every registered kind included
+    messages: int  # waiting in all their mailboxes
+    deepest: int  # waiting in the fullest mailbox
+
+
 @attrs.define(eq=False)
 class _Actor(Generic[S]):
     key: tuple[str, str]
@@ -135,6 +144,17 @@ class ActorHost:
     def live(self) -> int:
         """How many actors are active now."""
         return len(self._actors)
+
+    def load(self) -> ActorLoad:
+        """Active actors by kind and the messages waiting for them, now."""
+        live = dict.fromkeys(self._behaviours, 0)
+        messages = deepest = 0
+        for (kind, _), actor in self._actors.items():
+            live[kind] = live.get(kind, 0) + 1
+            waiting = actor.send.statistics().current_buffer_used
+            messages += waiting
+            deepest = max(deepest, waiting)
+        return ActorLoad(live=live, messages=messages, deepest=deepest)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:

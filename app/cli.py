@@ -654,6 +654,11 @@ def _supervise(settings: Settings, sockets: Any, workers: int) -> int:
             if ended.exitcode != 0:
                 exit_code = 1
                 stop_line.close()
+    # The workers shared their metrics through a directory derived from this process
+    # (fgcpay.metrics): nobody reads it once they have all ended.
+    from fgcpay.metrics import remove_workers_directory
+
+    remove_workers_directory()
     return exit_code
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 import trio
-from fgcpay import server
+from fgcpay import metrics, server
 from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessionActor, CheckoutSessions
 from fgcpay.actors.ledger import Ledger
@@ -83,6 +83,11 @@ class Service:
     event_streams: EventStreams
     _touched: dict[str, int] = attrs.field(factory=dict)
 
+    def sample_metrics(self) -> None:
+        """Set this process's gauges (actors, mailboxes, connections) to what it holds now."""
+        load = self.actors.load()
+        metrics.sample(load.live, load.messages, load.deepest, self.db.connection_use())
+
     def note_key_used(self, key: ApiKey) -> None:
         """Record `last_used_at` for the dashboard, at most once a minute, off the request path."""
         now = self.clock.now_us()
@@ -106,6 +111,12 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
     """Open the database, start the background parts; yield the running `Service`; stop
     them all."""
     clock = clock or SystemClock()
+    shared = metrics.activate()
+    if settings.production and not settings.metrics_token:
+        log_event(
+            "GET /metrics is off: set FGCPAY_METRICS_TOKEN to serve it in production",
+            logging.WARNING,
+        )
     async with open_database(
         settings.database_url, settings.db_pool_size, settings.db_timeout_seconds
     ) as db:
@@ -217,6 +228,9 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
             await nursery.start(dispatcher.run)
             await nursery.start(run_housekeeping, db, clock)
             await nursery.start(service.rate_limiter.run)
+            if shared is not None:
+                # Another worker may answer the scrape: keep this one's gauges current.
+                await nursery.start(sample_metrics, service)
             try:
                 yield service
             finally:
@@ -226,6 +240,23 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
 def seeded_pin_hmacs(secret_key: str) -> list[tuple[str, str]]:
     """The test customers' PINs as HMACs under this server's secret (never stored in clear)."""
     return [(code, pin_hmac(secret_key, code, pin)) for code, pin, _ in TEST_CUSTOMERS]
+
+
+async def sample_metrics(
+    service: Service, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Every `metrics.SAMPLE_SECONDS`, set this worker's gauges for whichever worker
+    answers the next scrape. (One process alone samples when it answers: no timer, which
+    would also wake a test's MockClock for nothing.)"""
+    task_status.started()
+    try:
+        while True:
+            service.sample_metrics()
+            await trio.sleep(metrics.SAMPLE_SECONDS)
+    finally:
+        # The service is stopping: its live gauges leave the sums now, not at the next
+        # scrape that finds the process gone.
+        metrics.deactivate()
 
 
 HOUSEKEEPING_SECONDS = 600.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
@@ -47,6 +48,8 @@ class Settings:
     log_level: str = "INFO"
     # Whether anyone may create an account at /dashboard/sign-up (FGCPAY_DASHBOARD_SIGNUP=0: no).
     dashboard_signup: bool = True
+    # The bearer token GET /metrics asks for; "" leaves it open (off in production).
+    metrics_token: str = attrs.field(default="", repr=False)
 
     @property
     def production(self) -> bool:
@@ -133,6 +136,21 @@ def _bool(env: Mapping[str, str], name: str, default: bool = False) -> bool:
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
+# RFC 6750's token68 characters: what an Authorization: Bearer header can carry as it is.
+_BEARER_TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]{16,512}")
+
+
+def _metrics_token(env: Mapping[str, str]) -> str:
+    token = env.get(PREFIX + "METRICS_TOKEN", "")
+    if token and not _BEARER_TOKEN.fullmatch(token):
+        # Never echoed: the message names the rule, not the value.
+        raise ConfigError(
+            f"{PREFIX}METRICS_TOKEN must be 16 to 512 characters of A-Z, a-z, 0-9 and ._~+/=-"
+            " (for example: openssl rand -hex 32)"
+        )
+    return token
+
+
 def _log_level(env: Mapping[str, str]) -> str:
     level = (env.get(PREFIX + "LOG_LEVEL", "") or "INFO").strip().upper()
     if level not in LOG_LEVELS:
@@ -213,6 +231,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         db_timeout_seconds=_float(env, "DB_TIMEOUT_SECONDS", 5.0, 0.1),
         log_level=_log_level(env),
         dashboard_signup=_bool(env, "DASHBOARD_SIGNUP", default=True),
+        metrics_token=_metrics_token(env),
     )
 
 

@@ -15,6 +15,7 @@ from . import (
     event_stream,
     health,
     ledger,
+    metrics,
     openapi,
     plumbing,
     refunds,
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
 
 
 def create_app(service: Service) -> QuartTrio:
-    """An app serving `service`: the merchant API, health checks, the hosted pages and
-    the merchant dashboard."""
+    """An app serving `service`: the merchant API, health checks and metrics, the hosted
+    pages and the merchant dashboard."""
     app = QuartTrio(__name__)
     app.config.update(
         MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
@@ -45,6 +46,7 @@ def create_app(service: Service) -> QuartTrio:
     errors.register_error_handlers(app, {"/dashboard": dashboard.error_page})
     plumbing.install(app)
     app.register_blueprint(health.blueprint)
+    app.register_blueprint(metrics.blueprint)
     app.register_blueprint(openapi.blueprint)
     app.register_blueprint(checkout_sessions.blueprint)
     app.register_blueprint(subscriptions.blueprint)

@@ -1,7 +1,8 @@
 """What every request goes through: request id, size limits (body and head), the whole
 body received before any early answer, authentication and rate limits under /api/v1, the
-RateLimit and Request-Id headers, and one log line; and the same for a websocket's
-handshake under /api/v1 (the event stream). Also the ApiError answer to requests
+RateLimit and Request-Id headers, one log line, and the request's count and time in the
+metrics (by route template, never the path); and the same for a websocket's handshake
+under /api/v1 (the event stream), metrics aside. Also the ApiError answer to requests
 that cannot be parsed at all (`protocol_error_answer`, used by `fgcpay.server`)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from fgcpay import metrics
 from fgcpay.domain import errors, ids
 from fgcpay.logs import log_event
 from fgcpay.server import BODY_TIMEOUT_SECONDS, MAX_HEADER_BYTES
@@ -30,6 +32,9 @@ if TYPE_CHECKING:
 API_PREFIX = "/api/v1"
 # Public documents under the prefix that need no key.
 PUBLIC_API_PATHS = frozenset({API_PREFIX + "/openapi.json"})
+# Answered scrapes are logged at DEBUG: at INFO, one line per scrape per Prometheus
+# server would drown the requests that matter. A refused one is logged as any request.
+METRICS_ROUTE = "/metrics"
 
 
 def current_service() -> Service:
@@ -71,10 +76,10 @@ def install(app: QuartTrio) -> None:
         except (errors.ServiceError, HTTPException):
             if under_api:
                 # Answered before authentication: counted like a failed one, per address.
-                await _limit_by_address()
+                await limit_by_address()
             raise
         if path in PUBLIC_API_PATHS:
-            await _limit_by_address()
+            await limit_by_address()
         elif under_api:
             await _authenticate_and_limit(request.headers.getlist("Authorization"))
 
@@ -92,7 +97,7 @@ def install(app: QuartTrio) -> None:
             try:
                 _check_sizes(websocket.scope)
             except errors.ServiceError:
-                await _limit_by_address(websocket.scope)
+                await limit_by_address(websocket.scope)
                 raise
             await _authenticate_and_limit(
                 websocket.headers.getlist("Authorization"), websocket.scope
@@ -116,17 +121,25 @@ def install(app: QuartTrio) -> None:
             response.headers.update(rate_limit_headers(current_service().rate_limiter, verdict))
         if request.path.startswith(API_PREFIX):
             response.headers.setdefault("Cache-Control", "no-store")
-        log_request(response.status_code, request.path, request.method)
+        status = response.status_code
+        rule = request.url_rule
+        route = rule.rule if rule is not None else metrics.UNMATCHED_ROUTE
+        started = getattr(g, "started", None)
+        seconds = time.perf_counter() - started if started else None
+        metrics.request_answered(request.method, route, status, seconds)
+        quiet = route == METRICS_ROUTE and status == 200
+        log_request(status, request.path, request.method, quiet=quiet)
         return response
 
 
-def log_request(status: int, path: str, method: str, **more: Any) -> None:
-    """The one log line of a request (of a websocket: as it ends, `more` saying how)."""
+def log_request(status: int, path: str, method: str, quiet: bool = False, **more: Any) -> None:
+    """The one log line of a request (of a websocket: as it ends, `more` saying how), at
+    DEBUG when `quiet` (an answered scrape), else INFO."""
     who: Principal | None = getattr(g, "principal", None)
     started = getattr(g, "started", None)
     log_event(
         "request",
-        logging.INFO,
+        logging.DEBUG if quiet else logging.INFO,
         request_id=getattr(g, "request_id", ""),
         method=method,
         path=path,
@@ -147,9 +160,9 @@ def handshake_headers() -> dict[str, str]:
     return headers
 
 
-async def _limit_by_address(scope: Mapping[str, Any] | None = None) -> None:
-    """Calls without a valid key (public documents, failed authentication) are limited
-    per client address, with the same bucket sizes as a key."""
+async def limit_by_address(scope: Mapping[str, Any] | None = None) -> None:
+    """Calls without a valid key (public documents, failed authentication, a wrong
+    metrics token) are limited per client address, with the same bucket sizes as a key."""
     g.rate = await current_service().rate_limiter.take("ip:" + _client_address(scope))
     if not g.rate.allowed:
         raise errors.RateLimited(g.rate.retry_after)
@@ -163,7 +176,7 @@ async def _authenticate_and_limit(
         found = await authenticate(service.db, authorizations)
     except errors.Unauthenticated:
         # Failed attempts are limited per client address, so keys cannot be guessed fast.
-        await _limit_by_address(scope)
+        await limit_by_address(scope)
         raise
     g.principal = found
     g.rate = await service.rate_limiter.take("key:" + found.api_key.id)
@@ -227,6 +240,7 @@ async def protocol_error_answer(
         headers.append(("Cache-Control", "no-store"))
         limiter = service.rate_limiter
         headers.extend(rate_limit_headers(limiter, await limiter.take("ip:" + client)).items())
+    metrics.request_answered("", metrics.UNPARSED_ROUTE, error.status, None)
     log_event(
         "request",
         logging.INFO,

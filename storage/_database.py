@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import trio
+from fgcpay.metrics import ConnectionUse
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -94,6 +95,11 @@ class Database(Protocol):
 
     async def ping(self) -> None:
         """Raise unless the database answers."""
+        ...
+
+    def connection_use(self) -> list[ConnectionUse]:
+        """The connections that run callers' calls (reads, writes; not a listener's), and
+        how many of each run one now: for the metrics."""
         ...
 
     async def listen(

@@ -38,6 +38,7 @@ from typing import Any
 import psycopg
 import trio
 from fgcpay.logs import log_event
+from fgcpay.metrics import ConnectionUse
 from psycopg.rows import dict_row
 
 from ._database import DatabaseUnavailable, RepoFn, Row, StorageError, select_one
@@ -147,7 +148,7 @@ class PostgresDatabase:
         # database that is down or hung is answered 503 in seconds, never a hang.
         self.timeout_seconds = timeout_seconds
         self._readers = Connections(pool_size - 2, self._connect, _close, _is_usable)
-        self._writer = GroupThread("fgcpay-pg-writer", self._commit_group)
+        self._writer = GroupThread("fgcpay-pg-writer", "write", self._commit_group)
         self._writer_conn: psycopg.Connection[Any] | None = None
         # The listener's thread is its own: it never takes a reader's place.
         self._listen_limiter = trio.CapacityLimiter(1)
@@ -222,6 +223,12 @@ class PostgresDatabase:
 
     async def ping(self) -> None:
         await self.read(select_one)
+
+    def connection_use(self) -> list[ConnectionUse]:
+        return [
+            ConnectionUse("read", self._readers.in_use, self._readers.size),
+            ConnectionUse("write", int(self._writer.busy), 1),
+        ]
 
     # -- the writer thread ----------------------------------------------------------
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from fgcpay.metrics import ConnectionUse
 
 from ._database import DatabaseUnavailable, RepoFn, Row, StorageError, select_one
 from ._migrations import Migration, sqlite_apply_migrations
@@ -106,9 +107,9 @@ class SqliteDatabase:
     def __init__(self, path: str, timeout_seconds: float = 5.0) -> None:
         self.path = path
         self.timeout_seconds = timeout_seconds
-        self._writer = GroupThread("fgcpay-sqlite-writer", self._commit_group)
+        self._writer = GroupThread("fgcpay-sqlite-writer", "write", self._commit_group)
         self._writer_conn: sqlite3.Connection | None = None
-        self._reader = GroupThread("fgcpay-sqlite-reader", self._read_group)
+        self._reader = GroupThread("fgcpay-sqlite-reader", "read", self._read_group)
         self._reader_conn: sqlite3.Connection | None = None
         self._open = False
         # channel -> the listening functions (and their trio run's token), read by the writer
@@ -179,6 +180,13 @@ class SqliteDatabase:
 
     async def ping(self) -> None:
         await self.read(select_one)
+
+    def connection_use(self) -> list[ConnectionUse]:
+        # One connection each: the reader's thread and the writer's.
+        return [
+            ConnectionUse("read", int(self._reader.busy), 1),
+            ConnectionUse("write", int(self._writer.busy), 1),
+        ]
 
     async def listen(
         self,

@@ -39,8 +39,9 @@ def free_port() -> int:
 class ServiceProcess:
     """`fgcpay serve` as an operator runs it, its output kept in `log`.
 
-    `settings` are extra `FGCPAY_*` variables (without the prefix) over the defaults here;
-    `workers` is `serve --workers` (worker processes sharing the port).
+    `settings` are extra `FGCPAY_*` variables (without the prefix) over the defaults here,
+    `environment` other variables (`PROMETHEUS_MULTIPROC_DIR`); `workers` is `serve
+    --workers` (worker processes sharing the port).
     """
 
     cwd: Path
@@ -49,6 +50,7 @@ class ServiceProcess:
     port: int = attrs.field(factory=free_port)
     process: trio.Process | None = None
     workers: int = 1
+    environment: dict[str, str] = attrs.field(factory=dict)
 
     @property
     def url(self) -> str:
@@ -74,6 +76,7 @@ class ServiceProcess:
             **self.settings,
         }
         env.update({"FGCPAY_" + name: value for name, value in chosen.items()})
+        env.update(self.environment)
         return env
 
     async def command(self, *args: str) -> dict[str, Any]:

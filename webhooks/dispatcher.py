@@ -25,6 +25,7 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 import trio
+from fgcpay import metrics
 from fgcpay.clock import Clock
 from fgcpay.domain import errors, webhooks
 from fgcpay.domain.secret_box import SecretBox
@@ -302,6 +303,8 @@ class WebhookDispatcher:
                 next_attempt_at=next_at,
             ),
         )
+        if kept:
+            metrics.delivery_attempt(outcome)
         if not kept:
             log_event(
                 "delivery lease lapsed during an attempt",

@@ -36,6 +36,7 @@ from ._databases import (
     migrate,
     new_postgres_database,
 )
+from ._metrics import ID_LIKE, Scrape, parse_metrics, scrape
 from ._openapi import assert_documented, component, operation, parameter, schema_validator
 from ._page import fill_and_approve, page_url, subscription_to_approve
 from ._records import (
@@ -91,6 +92,10 @@ __all__ = [
     "audit",
     "horizontal_scroll",
     "tab_walk",
+    "ID_LIKE",
+    "Scrape",
+    "parse_metrics",
+    "scrape",
     "PASSWORD",
     "Dashboard",
     "new_email",
