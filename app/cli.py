@@ -656,7 +656,7 @@ def _supervise(settings: Settings, sockets: Any, workers: int) -> int:
                 stop_line.close()
     # The workers shared their metrics through a directory derived from this process
     # (fgcpay.metrics): nobody reads it once they have all ended.
-    from fgcpay.metrics import remove_workers_directory
+    from fgcpay.metrics_files import remove_workers_directory
 
     remove_workers_directory()
     return exit_code

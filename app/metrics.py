@@ -2,55 +2,40 @@
 up, and the text `GET /metrics` answers (docs/operations.md lists every metric).
 
 Until a service starts in the process (`activate`, called by `open_service`), values are
-kept in memory: an operator command records nothing anyone reads. A service's process
-then records either in memory (one process: `fgcpay serve`, `hypercorn --workers 0`, the
-tests) or, when it is one of several workers, in prometheus-client's multiprocess files
-(one file per metric type and process id, summed at scrape time by whichever worker
-answers). It is one of several workers when:
-
-- `PROMETHEUS_MULTIPROC_DIR` names a directory (the operator's choice), or
-- it was started by a `multiprocessing` parent: `fgcpay serve --workers N`'s supervisor
-  or hypercorn's master. The workers of one master then share a directory derived from
-  the master's pid and start time under the temp dir (`fgcpay-metrics-<uid>-<pid>-<start>`,
-  mode 0700), so no master of ours is needed (under hypercorn there is none), and a
-  later master, even one that gets the same pid, starts from a new, empty directory.
-
-Stale files never inflate a counter: in the operator's directory, files older than the
-master's start (their ctime; Linux) are from an earlier run and are deleted when a worker
-starts; directories of masters that are gone are removed then too. A worker that stops
-deletes its live gauges' files (`mark_process_dead`), and a scrape deletes those of
-workers that died without stopping (SIGKILL), so gauges count live processes only.
+kept in memory, whatever the environment says: an operator command records nothing
+anyone reads. A service's process then records in memory when it is alone (`fgcpay
+serve`, `hypercorn --workers 0`, the tests), or in prometheus-client's multiprocess files
+(one file per metric type and process id, added up at scrape time by whichever worker
+answers) when it is one of several: when `PROMETHEUS_MULTIPROC_DIR` names a directory, or
+when a `multiprocessing` parent started it (`fgcpay serve --workers N`'s supervisor,
+hypercorn's master). `fgcpay.metrics_files` finds the directory and keeps it clean.
 
 The gauges of a process (live actors, mailboxes, connections in use) are sampled: every
 `SAMPLE_SECONDS` in a worker of several, and by the process that answers a scrape just
-before it answers. The default process and platform collectors are left out: in
-multiprocess mode they would describe only the worker that happened to answer.
+before it answers. A worker that stops takes its gauges out of the sums
+(`deactivate`). The default process and platform collectors are left out: with several
+workers they would describe only the one that happened to answer.
 """
 
 from __future__ import annotations
 
-import errno
-import glob
-import logging
-import multiprocessing
 import os
-import re
-import shutil
-import stat
-import tempfile
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import attrs
 import prometheus_client
-from fgcpay.logs import log_event
+from fgcpay.metrics_files import (
+    ENV_DIRECTORY,
+    choose_directory,
+    forget_dead_processes,
+    forget_process,
+)
 from prometheus_client import values
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
-from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import CollectorRegistry
 
-ENV_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
 SAMPLE_SECONDS = 5.0
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 # An API answering in 1-50 ms; the tail up to the 10 s that a stuck dependency may cost.
@@ -293,7 +278,7 @@ class _Scrape:
         if directory is None:
             yield from _instruments.registry.collect()
         else:
-            _forget_dead_processes(directory)
+            forget_dead_processes(directory)
             yield from MultiProcessCollector(None, path=directory).collect()
         yield from self._facts.collect()
 
@@ -303,30 +288,6 @@ def exposition(facts: DatabaseFacts | None) -> bytes:
     host's worker processes, with the database's `facts`. It reads files in multiprocess
     mode: call it on a worker thread."""
     return prometheus_client.generate_latest(_Scrape(facts))
-
-
-def _forget_dead_processes(directory: str) -> None:
-    """Delete the live gauges of worker processes that are gone (killed, so they could not
-    say so themselves); their counters and histograms stay, as counters must."""
-    for path in glob.glob(os.path.join(directory, "gauge_live*_*.db")):
-        pid = _pid_of(path)
-        if pid is not None and not _alive(pid):
-            mark_process_dead(pid, directory)
-
-
-def _pid_of(path: str) -> int | None:
-    digits = os.path.basename(path)[: -len(".db")].rpartition("_")[2]
-    return int(digits) if digits.isdigit() else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process now holds the pid: not ours, but not ours to judge
-    return True
 
 
 # -- a service's process --------------------------------------------------------------------
@@ -339,7 +300,7 @@ def activate() -> str | None:
     global _instruments, _directory, _activated
     if not _activated:
         _activated = True
-        directory = _choose_directory()
+        directory = choose_directory()
         if directory is not None:
             # prometheus-client creates every value through `values.ValueClass`; its files
             # are named in `ENV_DIRECTORY` when each is opened.
@@ -354,126 +315,9 @@ def activate() -> str | None:
 def deactivate() -> None:
     """The service in this process stopped: its live gauges no longer count."""
     if _directory is not None:
-        mark_process_dead(os.getpid(), _directory)
+        forget_process(os.getpid(), _directory)
 
 
 def multiprocess_directory() -> str | None:
     """The directory this process's metrics are shared through, or None (in memory)."""
     return _directory
-
-
-def _choose_directory() -> str | None:
-    master = multiprocessing.parent_process()
-    master_pid = master.pid if master is not None else None
-    given = os.environ.get(ENV_DIRECTORY)
-    if given:
-        os.makedirs(given, exist_ok=True)
-        # The run's first process: the master that started the workers, or this one.
-        started = _start_time(master_pid if master_pid is not None else os.getpid())
-        if started is not None:
-            _delete_stale_files(given, started)
-        return given
-    if master_pid is None:
-        return None
-    directory = workers_directory(master_pid)
-    if directory is None:
-        return None
-    _remove_directories_of_gone_masters()
-    try:
-        try:
-            os.mkdir(directory, 0o700)
-        except FileExistsError:
-            pass
-        found = os.lstat(directory)
-    except OSError as error:
-        problem = error.strerror or type(error).__name__
-    else:
-        # Under a shared temp dir: use it only if it is ours and no one else's to write.
-        private = found.st_uid == os.getuid() and not found.st_mode & 0o077
-        if stat.S_ISDIR(found.st_mode) and private:
-            return directory
-        problem = "not a directory private to this user"
-    # Serving matters more than adding up: each worker then answers for itself alone.
-    log_event(
-        "metrics kept per process: no directory to share them",
-        logging.WARNING,
-        directory=directory,
-        problem=problem,
-    )
-    return None
-
-
-_PREFIX = "fgcpay-metrics-"
-
-
-def workers_directory(master_pid: int) -> str | None:
-    """The metrics directory the workers of `master_pid` share (None when the process has
-    ended): `fgcpay-metrics-<uid>-<pid>-<start>` under the temp dir."""
-    ticks = _start_ticks(master_pid)
-    if ticks is None and os.path.isdir("/proc"):
-        return None
-    name = f"{_PREFIX}{os.getuid()}-{master_pid}" + ("" if ticks is None else f"-{ticks}")
-    return os.path.join(tempfile.gettempdir(), name)
-
-
-def remove_workers_directory() -> None:
-    """Remove the directory this process's workers shared (their master calls it once they
-    have all ended); the operator's `PROMETHEUS_MULTIPROC_DIR` is left alone."""
-    if os.environ.get(ENV_DIRECTORY):
-        return
-    directory = workers_directory(os.getpid())
-    if directory is not None:
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-_DERIVED = re.compile(r"^fgcpay-metrics-(\d+)-(\d+)-(\d+)$")
-
-
-def _remove_directories_of_gone_masters() -> None:
-    """Remove the directories of masters of this user that have ended (or whose pid now
-    belongs to another process): nothing will read them again."""
-    root = tempfile.gettempdir()
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return
-    for entry in entries:
-        match = _DERIVED.match(entry.name)
-        if match is None or int(match.group(1)) != os.getuid():
-            continue
-        if _start_ticks(int(match.group(2))) != int(match.group(3)):
-            shutil.rmtree(entry.path, ignore_errors=True)
-
-
-def _delete_stale_files(directory: str, started: float) -> None:
-    """Delete the files an earlier run left (changed before this run's master started)."""
-    for path in glob.glob(os.path.join(directory, "*.db")):
-        try:
-            if os.stat(path).st_ctime < started:
-                os.remove(path)
-        except FileNotFoundError:
-            pass  # another worker of this run deleted it first
-
-
-def _start_ticks(pid: int) -> int | None:
-    """When process `pid` started, in clock ticks since boot (Linux), or None when it
-    does not exist (or there is no /proc to ask)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            text = handle.read().decode("ascii", "replace")
-    except OSError as error:
-        if error.errno in (errno.ENOENT, errno.ESRCH, errno.ENOTDIR):
-            return None
-        raise
-    # The command name (field 2) may hold spaces and parentheses: count from its end.
-    fields = text[text.rfind(")") + 2 :].split()
-    return int(fields[19])  # field 22, starttime
-
-
-def _start_time(pid: int) -> float | None:
-    """When process `pid` started, as a Unix time (Linux; None elsewhere)."""
-    ticks = _start_ticks(pid)
-    if ticks is None:
-        return None
-    since_boot = time.clock_gettime(time.CLOCK_BOOTTIME)
-    return time.time() - since_boot + ticks / os.sysconf("SC_CLK_TCK")

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
-from fgcpay import metrics
+from fgcpay import metrics_files
 from helpers import CLIENT_TLS, scrape, valid_body, wait_until
 from processes import ServiceProcess
 from prometheus_client.mmap_dict import MmapedDict, mmap_key
@@ -49,7 +49,7 @@ async def test_two_workers_add_up_whichever_answers(
     if directory == "operator's":
         stale.parent.mkdir()
         _leave_a_stale_count(stale, 1000)
-        environment[metrics.ENV_DIRECTORY] = str(stale.parent)
+        environment[metrics_files.ENV_DIRECTORY] = str(stale.parent)
     service = ServiceProcess(
         cwd=tmp_path, database_url=postgres_url, workers=2, environment=environment
     )
@@ -71,7 +71,7 @@ async def test_two_workers_add_up_whichever_answers(
         await service.start()
         assert service.process is not None
         if directory == "derived":
-            derived = metrics.workers_directory(service.process.pid)
+            derived = metrics_files.workers_directory(service.process.pid)
             assert derived is not None
             shared = Path(derived)
         else:
