@@ -184,8 +184,12 @@ class FgcpayH11Protocol(H11Protocol):
             # Only held (`_send_h11_event`): nothing here waits, so nothing to shield.
             await super().stream_send(event)
             return
+        if isinstance(event, (Body, EndBody)):
+            # Their bytes go out through `_write`, shielded there; nothing else waits.
+            await super().stream_send(event)
+            return
         with trio.CancelScope(shield=True):
-            if self._held and not isinstance(event, (Body, EndBody)):
+            if self._held:
                 await self._write(b"")  # a head whose body never came: as it is
             await super().stream_send(event)
 
@@ -205,10 +209,12 @@ class FgcpayH11Protocol(H11Protocol):
         await self._write(data or b"")
 
     async def _write(self, data: bytes) -> None:
-        """The held head (if any) and `data` in one send; nothing for nothing."""
+        """The held head (if any) and `data` in one send; nothing for nothing. Shielded:
+        h11 has counted the bytes as sent (see 1. in the module docstring)."""
         data, self._held = self._held + data, b""
         if data:
-            await self.send(RawData(data=data))
+            with trio.CancelScope(shield=True):
+                await self.send(RawData(data=data))
 
     async def _send_error_response(self, status_code: int) -> None:
         if self._answer is None:

@@ -83,4 +83,5 @@ def api_key_hash(raw_key: str) -> str:
 def looks_like_id(value: str, prefix: str, length: int) -> bool:
     """True when `value` has the shape of an identifier, so junk never reaches a query."""
     body = value[len(prefix) :]
-    return value.startswith(prefix) and len(body) == length and all(ch in BASE62 for ch in body)
+    # An ASCII string is alphanumeric exactly when every character is in BASE62.
+    return value.startswith(prefix) and len(body) == length and body.isascii() and body.isalnum()
