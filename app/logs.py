@@ -70,4 +70,10 @@ def configure_logging(level: str = "INFO") -> None:
 
 
 def log_event(message: str, level: int = logging.INFO, **fields: Any) -> None:
-    logger.log(level, message, extra={"fields": fields})
+    # The record is made here rather than by `Logger.log`, which would also walk the
+    # stack for the caller's file and line (no line shows them) and check `extra`'s
+    # names: every request logs a line.
+    if logger.isEnabledFor(level):
+        record = logger.makeRecord(logger.name, level, __file__, 0, message, (), None)
+        record.fields = fields
+        logger.handle(record)
