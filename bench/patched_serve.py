@@ -11,12 +11,9 @@ named in the environment variable BENCH_PATCHES. `bench/run.py`, `bench/hosted.p
 
 Patches (each a sketch of a suggested change, see docs/performance.md):
 
-- per-sender-client: each of the dispatcher's senders owns an httpx.AsyncClient with a
-  pool of one connection, instead of 32 senders sharing one pool of 32 (httpcore scans
-  every pooled connection, with a readability system call each, on every request).
-- lean-sender: each sender posts over its own keep-alive HTTP/1.1 connection per origin
-  (`bench/minihttp.py`: one write per request, no pool, no httpx models) instead of
-  httpx. Plain http only: enough for the local receiver; a real version needs TLS.
+- per-sender-client, lean-sender: obsolete (the dispatcher no longer sends with httpx:
+  its own keep-alive client, `webhooks/client.py`, is what lean-sender sketched); kept
+  so old command lines say so.
 - skip-clear-pin: obsolete (a right PIN's attempt now settles in the payment's own
   transaction, so there is no separate write left to skip); kept so old command lines
   say so instead of failing obscurely.
@@ -38,112 +35,22 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 BENCH = Path(__file__).resolve().parent
 
 
 def per_sender_client() -> None:
-    import httpx
-    import trio
-    from fgcpay.webhooks import dispatcher as wd
-
-    original = wd.WebhookDispatcher._sender
-
-    async def _sender(self: Any, jobs: Any, client: Any) -> None:
-        own = httpx.AsyncClient(
-            timeout=wd.webhooks.ATTEMPT_TIMEOUT_SECONDS, follow_redirects=False, transport=self._transport,
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-        )  # fmt: skip
-        try:
-            await original(self, jobs, own)
-        finally:
-            with trio.CancelScope(shield=True):
-                await own.aclose()
-
-    wd.WebhookDispatcher._sender = _sender  # type: ignore[method-assign]
+    raise SystemExit(
+        "per-sender-client is obsolete: the dispatcher sends with its own keep-alive client"
+        " (webhooks/client.py), not httpx"
+    )
 
 
 def lean_sender() -> None:
-    import trio
-
-    sys.path.insert(0, str(BENCH))
-    from fgcpay.storage import webhooks as sw
-    from fgcpay.storage.webhooks import AttemptRecord
-    from fgcpay.webhooks import destinations
-    from fgcpay.webhooks import dispatcher as wd
-    from minihttp import Connection
-
-    async def _sender(self: Any, jobs: Any, client: Any) -> None:
-        conns: dict[tuple[str, int], Connection] = {}
-        try:
-            async with jobs:
-                async for job in jobs:
-                    try:
-                        await _attempt(self, job, conns)
-                    except Exception as error:
-                        wd.log_event(
-                            "delivery attempt crashed", 40, error_type=type(error).__name__
-                        )
-                    finally:
-                        self._busy -= 1
-                        self._wake.set()
-        finally:
-            for conn in conns.values():
-                with trio.CancelScope(shield=True):
-                    await conn.aclose()
-
-    async def _attempt(self: Any, job: Any, conns: dict[tuple[str, int], Connection]) -> None:
-        now = self.clock.now_us()
-        body = job.body.encode("utf-8")
-        headers = wd.webhooks.signed_headers(
-            job.event_id, body, now // 1_000_000, self._signing_secrets(job, now)
-        )
-        status = answer = error = None
-        started = time.perf_counter()
-        refused = await destinations.refusal(job.url, self.allow_private)
-        if refused:
-            error = f"destination refused: {refused}"
-        else:
-            parts = urlsplit(job.url)
-            key = (parts.hostname or "", parts.port or 80)
-            conn = conns.get(key)
-            if conn is None:
-                conn = conns[key] = Connection(*key)
-            try:
-                with trio.fail_after(wd.webhooks.ATTEMPT_TIMEOUT_SECONDS):
-                    r = await conn.request("POST", parts.path or "/", headers, body)
-                status, answer = (
-                    r.status,
-                    r.body[: wd.webhooks.RESPONSE_KEEP_BYTES].decode("utf-8", "replace"),
-                )
-            except trio.TooSlowError:
-                error = "timeout after 10 s"
-                await conn.aclose()
-            except Exception as failure:
-                error = f"{type(failure).__name__}: {str(failure)[:200]}"
-                await conn.aclose()
-        latency_ms = int((time.perf_counter() - started) * 1000)
-        finished = self.clock.now_us()
-        if status is not None and 200 <= status < 300:
-            outcome, next_at = "succeeded", None
-        else:
-            delay = wd.webhooks.retry_delay(job.attempts + 1, None)
-            outcome, next_at = (
-                ("failed", None) if delay is None else ("pending", finished + int(delay * 1e6))
-            )
-        await self.db.write(
-            sw.record_attempt,
-            self.owner,
-            AttemptRecord(
-                job.delivery_id, finished, status, latency_ms, error, answer, outcome, next_at
-            ),
-        )
-        self.attempts += 1
-        self._attempted.set()
-        self._attempted = trio.Event()
-
-    wd.WebhookDispatcher._sender = _sender  # type: ignore[method-assign]
+    raise SystemExit(
+        "lean-sender is obsolete: the dispatcher's own client (webhooks/client.py) is the"
+        " lean sender it sketched, with TLS and the SSRF guard"
+    )
 
 
 def skip_clear_pin() -> None:

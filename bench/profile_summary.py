@@ -23,13 +23,13 @@ _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 # (component, function names as py-spy prints them), most specific first.
 APP_BUCKETS: list[tuple[str, tuple[str, ...]]] = [
     # the webhook dispatcher (bench/webhooks.py)
-    (
-        "webhook: HTTP POST (httpx + httpcore + h11, socket I/O)",
-        ("AsyncClient.stream", "_first_bytes"),
-    ),
+    ("webhook: SSRF check", ("checked_addresses", "refusal")),
+    ("webhook: HTTP POST (webhooks/client.py: h11, socket I/O)", ("WebhookClient.post",)),
     ("webhook: sign + open secret", ("signed_headers", "WebhookDispatcher._signing_secrets")),
-    ("webhook: SSRF check", ("refusal",)),
-    ("webhook: record attempt (DB write)", ("record_attempt",)),
+    (
+        "webhook: record attempts (DB write)",
+        ("record_attempts", "WebhookDispatcher._record_finished"),
+    ),
     ("webhook: claim + next due (DB)", ("claim_due", "next_due", "WebhookDispatcher._claim_loop")),
     ("webhook: sender rest", ("WebhookDispatcher._attempt", "WebhookDispatcher._sender")),
     # the hosted page (bench/hosted.py)

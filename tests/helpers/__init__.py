@@ -55,6 +55,7 @@ from ._resources import (
     create_subscription,
     create_test_clock,
     every_page,
+    queue_events,
     valid_body,
 )
 from ._service import (
@@ -94,6 +95,7 @@ __all__ = [
     "sign_in",
     "signed_up",
     "every_page",
+    "queue_events",
     "ARTIFACTS",
     "BACKENDS",
     "CHARGING",
