@@ -222,7 +222,7 @@ class WebhookDispatcher:
             look = self._rung or now >= min(self._look_at, self._retry_at)
             self._rung = False
             try:
-                claimed, passed_over = await self._claim()
+                claimed, passed_over = await self._claim(refill_only=not look)
                 if look:
                     if passed_over:
                         more, passed_over = await self._claim()
@@ -245,10 +245,15 @@ class WebhookDispatcher:
                 await self._wake.wait()
             self._sleep = None
 
-    async def _claim(self) -> tuple[list[DeliveryJob], bool]:
-        """Claim what the senders can take in a round ahead; whether rows were passed over
-        with room left (see `claim_due`)."""
+    async def _claim(self, refill_only: bool = False) -> tuple[list[DeliveryJob], bool]:
+        """Claim what the senders can take in a round ahead (`refill_only`: no more than
+        the backlogged endpoints have room for, so that the claim's window, twice that,
+        holds little else); whether rows were passed over with room left (see
+        `claim_due`)."""
         room = min(AHEAD * self.senders - self._claimed.total, self.max_unsettled - self._unsettled)
+        if refill_only:
+            full = AHEAD * self.per_endpoint
+            room = min(room, sum(full - self._claimed.endpoints[e] for e in self._backlogged))
         if room <= 0:
             return [], False
         now_us = self.clock.now_us()
@@ -261,13 +266,15 @@ class WebhookDispatcher:
             self._unsettled += 1
             waiting = self._waiting.setdefault(job.endpoint_id, deque())
             waiting.append(_Claimed(job, now_us + self.lease_us))
-        # An endpoint that got all it had room for likely has more due; one that got less
-        # has none left, and so has every other with room once nothing due was left out.
+        # An endpoint that got all it had room for (or some, from a claim cut short by its
+        # room) likely has more due; one that got less has none left, and so has every
+        # other with room once nothing due was left out.
         taken = Counter(job.endpoint_id for job in claimed)
-        everything = not passed_over and len(claimed) < room
+        cut = len(claimed) >= room
+        everything = not passed_over and not cut
         for endpoint_id in taken.keys() | self._backlogged:
             had_room = limits.per_endpoint - limits.endpoints.get(endpoint_id, 0)
-            if taken[endpoint_id] >= had_room:
+            if taken[endpoint_id] >= had_room or (cut and taken[endpoint_id]):
                 self._backlogged.add(endpoint_id)
             elif taken[endpoint_id] or everything:
                 self._backlogged.discard(endpoint_id)
