@@ -2,14 +2,14 @@
 each with a fresh signature, records the attempts in batches, and schedules retries.
 
 - Claims: one write claims a batch (`claim_due`; on PostgreSQL one statement, with the
-  bodies and secrets). Claims run a round ahead of the senders (`AHEAD`), so a sender
-  that finishes takes its endpoint's next delivery at once, while the claims refill in
-  the background. No claim waits for a batch to fill: a commit rings the dispatcher and
-  the claim goes at once.
+  bodies and secrets). Claims run a round ahead of the senders (`_slots.py`), so a
+  sender that finishes takes its endpoint's next delivery at once, while the claims
+  refill in the background. No claim waits for a batch to fill: a commit rings the
+  dispatcher and the claim goes at once.
 - Fairness: never more than `per_endpoint` attempts at once to one endpoint or
-  `per_merchant` for one merchant (and twice that claimed), so a slow receiver holds its
-  own slots only; the senders go to the other endpoints' deliveries, endpoints taking
-  turns.
+  `per_merchant` for one merchant (and `AHEAD` times that claimed), so a slow receiver
+  holds its own slots only; the senders go to the other endpoints' deliveries, endpoints
+  taking turns.
 - Senders post through the `WebhookClient` (`client.py`): connections kept alive per
   destination, one deadline per attempt (10 s: resolve, connect, send, read the answer),
   well inside the claim's lease, no redirects, the SSRF guard on every new connection.
@@ -33,7 +33,6 @@ import math
 import secrets
 import ssl
 import time
-from collections import Counter, deque
 from email.utils import parsedate_to_datetime
 
 import attrs
@@ -48,6 +47,7 @@ from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.storage.webhooks import AttemptRecord, DeliveryJob
 
 from . import destinations
+from ._slots import AHEAD, Slots
 from .client import SendFailed, WebhookClient
 
 LEASE_SECONDS = 60.0  # far beyond one attempt's 10 s deadline
@@ -62,46 +62,10 @@ BUSY_RETRY_SECONDS = 0.01
 them for the moment)."""
 
 
-AHEAD = 3
-"""Claims run ahead of the senders: up to AHEAD times the limits are claimed (the limits
-themselves sending, the rest waiting), so a freed slot takes its endpoint's next delivery
-at once, not after a claim's commit, and a backlog is claimed a round at a time."""
-START_MARGIN_US = int((webhooks.ATTEMPT_TIMEOUT_SECONDS + 5) * 1_000_000)
-"""A claimed delivery starts only while its lease outlasts an attempt and its recording by
-this much; else it is left to lapse and be claimed again (never sent by two at once)."""
-
-
 @attrs.frozen
 class _Finished:
     job: DeliveryJob
     record: AttemptRecord
-
-
-@attrs.frozen
-class _Claimed:
-    job: DeliveryJob
-    lease_until: int
-
-
-@attrs.define
-class _Counts:
-    """Deliveries in one state: in all, per endpoint and per merchant."""
-
-    total: int = 0
-    endpoints: Counter[str] = attrs.field(factory=Counter)
-    merchants: Counter[str] = attrs.field(factory=Counter)
-
-    def add(self, job: DeliveryJob) -> None:
-        self.total += 1
-        self.endpoints[job.endpoint_id] += 1
-        self.merchants[job.merchant_id] += 1
-
-    def remove(self, job: DeliveryJob) -> None:
-        self.total -= 1
-        for counts, key in ((self.endpoints, job.endpoint_id), (self.merchants, job.merchant_id)):
-            counts[key] -= 1
-            if counts[key] <= 0:
-                del counts[key]
 
 
 class WebhookDispatcher:
@@ -142,14 +106,10 @@ class WebhookDispatcher:
         # Connections (attempts) at once to one origin, whichever endpoints share it.
         self.per_destination = per_destination or self.per_endpoint
         self._tls = tls
+        self._slots = Slots(senders, self.per_endpoint, self.per_merchant)
         # Claimed and not yet recorded, at most: finished attempts wait for the recorder.
         self.max_unsettled = (AHEAD + 1) * senders
-        self._claimed = _Counts()  # claimed, not yet answered (waiting or sending)
-        self._sending = _Counts()
-        self._waiting: dict[str, deque[_Claimed]] = {}  # per endpoint, for a free slot
-        # Endpoints whose last claim took all it had room for: more of theirs is likely due.
-        self._backlogged: set[str] = set()
-        self._unsettled = 0  # claimed, not yet recorded
+        self._unsettled = 0
         self._jobs: trio.MemorySendChannel[DeliveryJob] | None = None
         self._finished: list[_Finished] = []
         self._finished_ready = trio.Event()
@@ -246,45 +206,25 @@ class WebhookDispatcher:
             self._sleep = None
 
     async def _claim(self, refill_only: bool = False) -> tuple[list[DeliveryJob], bool]:
-        """Claim what the senders can take in a round ahead (`refill_only`: no more than
-        the backlogged endpoints have room for, so that the claim's window, twice that,
-        holds little else); whether rows were passed over with room left (see
-        `claim_due`)."""
-        room = min(AHEAD * self.senders - self._claimed.total, self.max_unsettled - self._unsettled)
-        if refill_only:
-            full = AHEAD * self.per_endpoint
-            room = min(room, sum(full - self._claimed.endpoints[e] for e in self._backlogged))
+        """Claim what the senders can take in a round ahead (`refill_only`: see
+        `Slots.room`); whether rows were passed over with room left (see `claim_due`)."""
+        room = min(self._slots.room(refill_only), self.max_unsettled - self._unsettled)
         if room <= 0:
             return [], False
         now_us = self.clock.now_us()
-        limits = self._limits()
+        limits = self._slots.limits()
         claimed, passed_over = await self.db.write(
             webhook_rows.claim_due, self.owner, now_us, self.lease_us, room, limits
         )
-        for job in claimed:
-            self._claimed.add(job)
-            self._unsettled += 1
-            waiting = self._waiting.setdefault(job.endpoint_id, deque())
-            waiting.append(_Claimed(job, now_us + self.lease_us))
-        # An endpoint that got all it had room for (or some, from a claim cut short by its
-        # room) likely has more due; one that got less has none left, and so has every
-        # other with room once nothing due was left out.
-        taken = Counter(job.endpoint_id for job in claimed)
-        cut = len(claimed) >= room
-        everything = not passed_over and not cut
-        for endpoint_id in taken.keys() | self._backlogged:
-            had_room = limits.per_endpoint - limits.endpoints.get(endpoint_id, 0)
-            if taken[endpoint_id] >= had_room or (cut and taken[endpoint_id]):
-                self._backlogged.add(endpoint_id)
-            elif taken[endpoint_id] or everything:
-                self._backlogged.discard(endpoint_id)
-        self._start_waiting()
+        self._unsettled += len(claimed)
+        self._slots.add(claimed, now_us + self.lease_us, limits, room, passed_over)
+        self._start_ready()
         return claimed, passed_over and len(claimed) < room
 
     async def _idle_seconds(self, claimed: list[DeliveryJob]) -> float:
-        if self._claimed.total >= AHEAD * self.senders or self._unsettled >= self.max_unsettled:
+        if self._slots.full() or self._unsettled >= self.max_unsettled:
             return self.poll_seconds  # more may be due: a freed sender wakes the loop
-        next_due = await self.db.read(webhook_rows.next_due, self._limits(), self.owner)
+        next_due = await self.db.read(webhook_rows.next_due, self._slots.limits(), self.owner)
         if next_due is None:
             return self.poll_seconds
         wait = min(self.poll_seconds, max(0.0, (next_due - self.clock.now_us()) / 1_000_000))
@@ -299,53 +239,23 @@ class WebhookDispatcher:
         if self._sleep is not None:
             self._sleep.deadline = min(self._sleep.deadline, when)
 
-    def _limits(self) -> webhooks.SenderLimits:
-        """What a claim may take: the limits, a round ahead, less what is claimed."""
-        return webhooks.SenderLimits(
-            AHEAD * self.per_endpoint,
-            AHEAD * self.per_merchant,
-            dict(self._claimed.endpoints),
-            dict(self._claimed.merchants),
-        )
-
     # -- sending --------------------------------------------------------------------------
 
-    def _start_waiting(self) -> None:
-        """Hand the senders every claimed delivery that has a slot now: a sender free, and
-        fewer than `per_endpoint` attempts at once to its endpoint and `per_merchant` for
-        its merchant. Endpoints take turns (one served goes to the back)."""
+    def _start_ready(self) -> None:
+        """Hand the senders every claimed delivery that has a slot now."""
         assert self._jobs is not None
-        now_us = self.clock.now_us()
-        for endpoint_id in list(self._waiting):
-            if self._sending.total >= self.senders:
-                return
-            waiting = self._waiting.pop(endpoint_id)
-            while waiting and self._may_send(waiting[0].job):
-                claimed = waiting.popleft()
-                if claimed.lease_until - now_us < START_MARGIN_US:
-                    # Waited too long (behind a slow endpoint, under a short lease).
-                    log_event(
-                        "delivery left for its lease to lapse",
-                        logging.WARNING,
-                        delivery_id=claimed.job.delivery_id,
-                    )
-                    self._claimed.remove(claimed.job)
-                    self._settle(claimed.job)
-                    continue
-                self._sending.add(claimed.job)
-                try:
-                    self._jobs.send_nowait(claimed.job)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    return  # the senders are gone: shutting down, the leases are released
-            if waiting:
-                self._waiting[endpoint_id] = waiting
-
-    def _may_send(self, job: DeliveryJob) -> bool:
-        return (
-            self._sending.total < self.senders
-            and self._sending.endpoints[job.endpoint_id] < self.per_endpoint
-            and self._sending.merchants[job.merchant_id] < self.per_merchant
-        )
+        start, dropped = self._slots.ready(self.clock.now_us())
+        for job in dropped:
+            # Waited too long (behind a slow endpoint, under a short lease).
+            log_event(
+                "delivery left for its lease to lapse", logging.WARNING, delivery_id=job.delivery_id
+            )
+            self._settle(job)
+        for job in start:
+            try:
+                self._jobs.send_nowait(job)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return  # the senders are gone: shutting down, the leases are released
 
     async def _sender(self, jobs: trio.MemoryReceiveChannel[DeliveryJob]) -> None:
         async with jobs:
@@ -366,17 +276,11 @@ class WebhookDispatcher:
                     self._finished_ready.set()
 
     def _answered(self, job: DeliveryJob) -> None:
-        """The attempt's sending is over: its sender and its endpoint's and merchant's
-        slots go to the next claimed delivery. The claims refill once a backlogged
-        endpoint has less than a round waiting (a claim of a round, not one per
-        delivery), or when they had stopped at the senders' limit."""
-        self._sending.remove(job)
-        self._claimed.remove(job)
-        self._start_waiting()
-        if (
-            job.endpoint_id in self._backlogged
-            and len(self._waiting.get(job.endpoint_id, ())) < self.per_endpoint
-        ) or self._claimed.total == AHEAD * self.senders - 1:
+        """The attempt's sending is over: its slots go to the next claimed delivery, and
+        the claims refill when `Slots.answered` says so."""
+        refill = self._slots.answered(job)
+        self._start_ready()
+        if refill:
             self._wake.set()
 
     def _settle(self, job: DeliveryJob) -> None:
