@@ -52,18 +52,6 @@ def _endpoint(row: Row) -> WebhookEndpoint:
     )
 
 
-def _event(row: Row) -> Event:
-    return Event(
-        id=row["id"],
-        merchant_id=row["merchant_id"],
-        type=row["type"],
-        resource_id=row["resource_id"],
-        sequence=row["sequence"],
-        body=row["body"],
-        created_at=row["created_at"],
-    )
-
-
 # -- endpoints ------------------------------------------------------------------------------
 
 
@@ -212,7 +200,7 @@ def redeliver(tx: Tx, merchant_id: str, event_id: str, now_us: int) -> int | Non
     )
     if row is None:
         return None
-    return _queue_deliveries(tx, [_event(row)], now_us)
+    return _queue_deliveries(tx, [event_stream.event_from_row(row)], now_us)
 
 
 def event_of(tx: Tx, merchant_id: str, event_id: str) -> Event | None:
@@ -221,7 +209,7 @@ def event_of(tx: Tx, merchant_id: str, event_id: str) -> Event | None:
         event_id,
         merchant_id,
     )
-    return None if row is None else _event(row)
+    return None if row is None else event_stream.event_from_row(row)
 
 
 def events_page(
@@ -236,7 +224,7 @@ def events_page(
     rows = newest_first(
         tx, f"SELECT {_EVENT_COLUMNS} FROM events", merchant_id, conditions, after, limit
     )
-    return [_event(row) for row in rows]
+    return [event_stream.event_from_row(row) for row in rows]
 
 
 @attrs.frozen
