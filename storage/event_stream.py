@@ -71,7 +71,8 @@ def _visible(tx: Tx) -> str:
     return _PG_VISIBLE if tx.dialect == "postgresql" else ""
 
 
-def _event(row: Row) -> Event:
+def event_from_row(row: Row) -> Event:
+    """An `events` row as the domain's `Event` (this module's reads and `webhooks`'s)."""
     return Event(
         id=row["id"],
         merchant_id=row["merchant_id"],
@@ -176,7 +177,7 @@ def read(tx: Tx, merchant_id: str, key_id: str, after: Position, limit: int) -> 
         after.seq,
         limit,
     )
-    events = [(_event(row), Position(row["stream_xid"], row["stream_seq"])) for row in rows]
+    events = [(event_from_row(row), Position(row["stream_xid"], row["stream_seq"])) for row in rows]
     held_back = False
     if tx.dialect == "postgresql" and len(rows) < limit:
         last = events[-1][1] if events else after

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 
 import attrs
 from fgcpay.domain import ids
@@ -17,7 +18,7 @@ from fgcpay.domain.webhooks import (
 )
 
 from . import event_stream
-from ._bulk import Column, insert_rows
+from ._bulk import Column, arrays, insert_rows, unnest
 from ._database import Row, Tx
 from .paging import newest_first
 
@@ -48,18 +49,6 @@ def _endpoint(row: Row) -> WebhookEndpoint:
         previous_secret_expires_at=row["previous_secret_expires_at"],
         created_at=row["created_at"],
         deleted_at=row["deleted_at"],
-    )
-
-
-def _event(row: Row) -> Event:
-    return Event(
-        id=row["id"],
-        merchant_id=row["merchant_id"],
-        type=row["type"],
-        resource_id=row["resource_id"],
-        sequence=row["sequence"],
-        body=row["body"],
-        created_at=row["created_at"],
     )
 
 
@@ -211,7 +200,7 @@ def redeliver(tx: Tx, merchant_id: str, event_id: str, now_us: int) -> int | Non
     )
     if row is None:
         return None
-    return _queue_deliveries(tx, [_event(row)], now_us)
+    return _queue_deliveries(tx, [event_stream.event_from_row(row)], now_us)
 
 
 def event_of(tx: Tx, merchant_id: str, event_id: str) -> Event | None:
@@ -220,7 +209,7 @@ def event_of(tx: Tx, merchant_id: str, event_id: str) -> Event | None:
         event_id,
         merchant_id,
     )
-    return None if row is None else _event(row)
+    return None if row is None else event_stream.event_from_row(row)
 
 
 def events_page(
@@ -235,7 +224,7 @@ def events_page(
     rows = newest_first(
         tx, f"SELECT {_EVENT_COLUMNS} FROM events", merchant_id, conditions, after, limit
     )
-    return [_event(row) for row in rows]
+    return [event_stream.event_from_row(row) for row in rows]
 
 
 @attrs.frozen
@@ -268,77 +257,132 @@ def _not_full(limits: SenderLimits) -> tuple[str, list[object]]:
     return sql, args
 
 
+# How many due rows one claim looks at for each row it may take: rows of an endpoint or a
+# merchant at its limit are passed over, and the rest of the window serves the others.
+_WINDOW = 2
+
+
+def _rooms(tx: Tx, busy: Mapping[str, int], limit: int) -> tuple[str, list[object]]:
+    """A relation `(key, n)`: the attempts each busy endpoint (or merchant) may still take."""
+    keys = sorted(busy)
+    rooms = [limit - busy[key] for key in keys]
+    if tx.dialect == "postgresql":
+        return "SELECT * FROM unnest(?::text[], ?::bigint[]) AS r(key, n)", [keys, rooms]
+    return "SELECT key, value AS n FROM json_each(?)", [
+        json.dumps(dict(zip(keys, rooms, strict=True)))
+    ]
+
+
+def _choose(tx: Tx, now_us: int, limit: int, limits: SenderLimits) -> tuple[str, list[object]]:
+    """The CTEs that choose what a claim takes, the same on both backends: a window of the
+    due deliveries, oldest due first (on PostgreSQL locked, skipping rows another
+    transaction holds), then, in that order, each row while its endpoint and its merchant
+    have room (the endpoint's first, so a merchant's room is counted only on rows its
+    endpoints let through: the order a sender would take them one by one), at most
+    `limit` of them (`chosen`); `due` and `fits` tell whether any were passed over."""
+    endpoint_rooms, endpoint_args = _rooms(tx, limits.endpoints, limits.per_endpoint)
+    merchant_rooms, merchant_args = _rooms(tx, limits.merchants, limits.per_merchant)
+    lock = " FOR UPDATE OF d SKIP LOCKED" if tx.dialect == "postgresql" else ""
+    sql = (
+        f"WITH endpoint_room AS ({endpoint_rooms}), merchant_room AS ({merchant_rooms}),"
+        " due AS MATERIALIZED (SELECT d.id, d.endpoint_id, d.merchant_id, d.next_attempt_at"
+        " FROM deliveries d WHERE d.status = 'pending' AND d.next_attempt_at <= ?"
+        " AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ?)"
+        " AND d.endpoint_id NOT IN (SELECT key FROM endpoint_room WHERE n <= 0)"
+        " AND d.merchant_id NOT IN (SELECT key FROM merchant_room WHERE n <= 0)"
+        f" ORDER BY d.next_attempt_at LIMIT ?{lock}),"
+        " by_endpoint AS (SELECT due.id, due.merchant_id, due.next_attempt_at,"
+        " row_number() OVER (PARTITION BY due.endpoint_id"
+        " ORDER BY due.next_attempt_at, due.id) AS nth,"
+        " COALESCE((SELECT r.n FROM endpoint_room r WHERE r.key = due.endpoint_id), ?) AS room"
+        " FROM due),"
+        " by_merchant AS (SELECT b.id, b.next_attempt_at,"
+        " row_number() OVER (PARTITION BY b.merchant_id ORDER BY b.next_attempt_at, b.id) AS nth,"
+        " COALESCE((SELECT r.n FROM merchant_room r WHERE r.key = b.merchant_id), ?) AS room"
+        " FROM by_endpoint b WHERE b.nth <= b.room),"
+        " fits AS MATERIALIZED (SELECT id, next_attempt_at FROM by_merchant WHERE nth <= room),"
+        " chosen AS (SELECT id, next_attempt_at FROM fits ORDER BY next_attempt_at, id LIMIT ?)"
+    )
+    args = [*endpoint_args, *merchant_args, now_us, now_us, limit * _WINDOW,
+            limits.per_endpoint, limits.per_merchant, limit]  # fmt: skip
+    return sql, args
+
+
+_PASSED_OVER = "(SELECT count(*) FROM due) - (SELECT count(*) FROM fits) AS passed_over"
+_JOB_COLUMNS = (
+    "e.id AS event_id, e.body, w.url, w.secret_sealed, w.previous_secret_sealed,"
+    " w.previous_secret_expires_at"
+)
+
+
 def claim_due(
     tx: Tx, owner: str, now_us: int, lease_us: int, limit: int, limits: SenderLimits
 ) -> tuple[list[DeliveryJob], bool]:
-    """Lease up to `limit` due deliveries to `owner`, within the sender limits.
+    """Lease up to `limit` due deliveries to `owner`, within the sender limits, with what
+    it takes to send them (the event's body, the endpoint's URL and secrets).
 
-    Returns the jobs and whether due deliveries were passed over for a limit reached in
-    this very claim (claim again: the next claim leaves those out in SQL). PostgreSQL
-    skips rows another process has locked (FOR UPDATE SKIP LOCKED), so any number of
-    processes share the work; SQLite has one writer, which serializes claims.
+    Returns the jobs, oldest due first, and whether due deliveries were passed over for
+    a limit reached in this very claim (rows past them may be other endpoints': claim
+    again, and the next claim leaves the endpoints now at their limit out in SQL).
+    PostgreSQL claims in one statement (`UPDATE ... FROM` the chosen rows, `RETURNING`
+    them joined to their events and endpoints) and skips rows another process has locked
+    (FOR UPDATE SKIP LOCKED), so any number of processes share the work; SQLite, in
+    process, chooses, leases and reads in three statements of one write (its one writer
+    serializes claims).
     """
-    lock = " FOR UPDATE SKIP LOCKED" if tx.dialect == "postgresql" else ""
-    not_full, not_full_args = _not_full(limits)
-    # A window larger than `limit`: some rows may be passed over for the limits.
-    due = tx.fetch(
-        "SELECT d.id, d.endpoint_id, d.merchant_id FROM deliveries d"
-        " WHERE d.status = 'pending' AND d.next_attempt_at <= ?"
-        f" AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ?){not_full}"
-        f" ORDER BY d.next_attempt_at LIMIT ?{lock}",
-        now_us,
-        now_us,
-        *not_full_args,
-        limit * 4,
-    )
-    endpoints = dict(limits.endpoints)
-    merchants = dict(limits.merchants)
-    chosen: list[str] = []
-    passed_over = False
-    for row in due:
-        if len(chosen) == limit:
-            break
-        endpoint_id, merchant_id = row["endpoint_id"], row["merchant_id"]
-        if (
-            endpoints.get(endpoint_id, 0) >= limits.per_endpoint
-            or merchants.get(merchant_id, 0) >= limits.per_merchant
-        ):
-            passed_over = True
-            continue
-        endpoints[endpoint_id] = endpoints.get(endpoint_id, 0) + 1
-        merchants[merchant_id] = merchants.get(merchant_id, 0) + 1
-        chosen.append(row["id"])
-    jobs = []
-    for delivery_id in chosen:
-        tx.execute(
-            "UPDATE deliveries SET lease_owner = ?, lease_expires_at = ? WHERE id = ?",
+    choose, args = _choose(tx, now_us, limit, limits)
+    if tx.dialect == "postgresql":
+        rows = tx.fetch(
+            f"{choose}, claimed AS (UPDATE deliveries SET lease_owner = ?, lease_expires_at = ?"
+            " FROM chosen WHERE deliveries.id = chosen.id"
+            " RETURNING deliveries.id, deliveries.attempts, deliveries.event_id,"
+            " deliveries.endpoint_id, deliveries.merchant_id, chosen.next_attempt_at)"
+            f" SELECT c.id AS delivery_id, c.attempts, c.endpoint_id, c.merchant_id, {_JOB_COLUMNS},"
+            f" {_PASSED_OVER} FROM claimed c JOIN events e ON e.id = c.event_id"
+            " JOIN webhook_endpoints w ON w.id = c.endpoint_id"
+            " ORDER BY c.next_attempt_at, c.id",
+            *args,
             owner,
             now_us + lease_us,
-            delivery_id,
         )
-        job = tx.fetchrow(
+        counted = rows
+    else:
+        counted = tx.fetch(f"{choose} SELECT id, {_PASSED_OVER} FROM chosen", *args)
+        if not counted:
+            return [], False
+        ids = [row["id"] for row in counted]
+        marks = ", ".join("?" for _ in ids)
+        tx.execute(
+            f"UPDATE deliveries SET lease_owner = ?, lease_expires_at = ? WHERE id IN ({marks})",
+            owner,
+            now_us + lease_us,
+            *ids,
+        )
+        rows = tx.fetch(
             "SELECT d.id AS delivery_id, d.attempts, d.endpoint_id, d.merchant_id,"
-            " e.id AS event_id, e.body, w.url, w.secret_sealed, w.previous_secret_sealed,"
-            " w.previous_secret_expires_at"
-            " FROM deliveries d JOIN events e ON e.id = d.event_id"
-            " JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.id = ?",
-            delivery_id,
+            f" {_JOB_COLUMNS} FROM deliveries d JOIN events e ON e.id = d.event_id"
+            " JOIN webhook_endpoints w ON w.id = d.endpoint_id"
+            f" WHERE d.id IN ({marks}) ORDER BY d.next_attempt_at, d.id",
+            *ids,
         )
-        assert job is not None
-        jobs.append(
-            DeliveryJob(
-                delivery_id=job["delivery_id"],
-                attempts=job["attempts"],
-                event_id=job["event_id"],
-                body=job["body"],
-                url=job["url"],
-                secret_sealed=job["secret_sealed"],
-                previous_secret_sealed=job["previous_secret_sealed"],
-                previous_secret_expires_at=job["previous_secret_expires_at"],
-                endpoint_id=job["endpoint_id"],
-                merchant_id=job["merchant_id"],
-            )
+    # A due row passed over means at least one was taken (the first due row always fits),
+    # so the rows taken carry the count.
+    passed_over = bool(counted) and counted[0]["passed_over"] > 0
+    jobs = [
+        DeliveryJob(
+            delivery_id=row["delivery_id"],
+            attempts=row["attempts"],
+            event_id=row["event_id"],
+            body=row["body"],
+            url=row["url"],
+            secret_sealed=row["secret_sealed"],
+            previous_secret_sealed=row["previous_secret_sealed"],
+            previous_secret_expires_at=row["previous_secret_expires_at"],
+            endpoint_id=row["endpoint_id"],
+            merchant_id=row["merchant_id"],
         )
+        for row in rows
+    ]
     return jobs, passed_over
 
 
@@ -355,32 +399,59 @@ class AttemptRecord:
     next_attempt_at: int | None
 
 
-def record_attempt(tx: Tx, owner: str, attempt: AttemptRecord) -> bool:
-    """Record the attempt and settle the delivery, if `owner` still holds its lease."""
-    changed = tx.execute(
-        "UPDATE deliveries SET status = ?, attempts = attempts + 1, next_attempt_at = ?,"
-        " lease_owner = NULL, lease_expires_at = NULL, updated_at = ?"
-        " WHERE id = ? AND lease_owner = ?",
-        attempt.outcome,
-        attempt.next_attempt_at if attempt.next_attempt_at is not None else attempt.attempted_at,
-        attempt.attempted_at,
-        attempt.delivery_id,
-        owner,
-    )
-    if changed != 1:
-        return False
-    tx.execute(
-        "INSERT INTO delivery_attempts (id, delivery_id, attempted_at, response_status,"
-        " latency_ms, error, response_body) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        "att_" + ids.random_base62(24),
-        attempt.delivery_id,
-        attempt.attempted_at,
-        attempt.response_status,
-        attempt.latency_ms,
-        attempt.error,
-        attempt.response_body,
-    )
-    return True
+_SETTLED_TYPES: list[Column] = [
+    ("id", "text"), ("status", "text"), ("next_attempt_at", "bigint"), ("updated_at", "bigint"),
+]  # fmt: skip
+_ATTEMPT_TYPES: list[Column] = [
+    ("id", "text"), ("delivery_id", "text"), ("attempted_at", "bigint"),
+    ("response_status", "bigint"), ("latency_ms", "bigint"), ("error", "text"),
+    ("response_body", "text"),
+]  # fmt: skip
+
+
+def record_attempts(tx: Tx, owner: str, attempts: Sequence[AttemptRecord]) -> list[bool]:
+    """Record each attempt (a row of its own) and settle its delivery, where `owner` still
+    holds the delivery's lease; whether each was recorded (False: the lease lapsed and
+    another process may hold the delivery now, or it was settled otherwise, as by deleting
+    its endpoint). One statement per table for all of them on PostgreSQL (`unnest`)."""
+    settled = [
+        (a.delivery_id, a.outcome,
+         a.next_attempt_at if a.next_attempt_at is not None else a.attempted_at, a.attempted_at)
+        for a in attempts
+    ]  # fmt: skip
+    if tx.dialect == "postgresql" and len({a.delivery_id for a in attempts}) == len(attempts) > 1:
+        names = ", ".join(name for name, _ in _SETTLED_TYPES)
+        changed = tx.fetch(
+            "UPDATE deliveries SET status = a.status, attempts = deliveries.attempts + 1,"
+            " next_attempt_at = a.next_attempt_at, lease_owner = NULL, lease_expires_at = NULL,"
+            f" updated_at = a.updated_at FROM {unnest(_SETTLED_TYPES)} AS a({names})"
+            " WHERE deliveries.id = a.id AND deliveries.lease_owner = ? RETURNING deliveries.id",
+            *arrays(_SETTLED_TYPES, settled),
+            owner,
+        )
+        written = {row["id"] for row in changed}
+        kept = [a.delivery_id in written for a in attempts]
+    else:
+        # SQLite in process, one attempt, or one delivery twice (the second finds the
+        # lease given up by the first, and is not recorded).
+        kept = [
+            tx.execute(
+                "UPDATE deliveries SET status = ?, attempts = attempts + 1, next_attempt_at = ?,"
+                " lease_owner = NULL, lease_expires_at = NULL, updated_at = ?"
+                " WHERE id = ? AND lease_owner = ?",
+                status, next_at, at, delivery_id, owner,
+            ) == 1
+            for delivery_id, status, next_at, at in settled
+        ]  # fmt: skip
+    insert_rows(
+        tx,
+        "delivery_attempts",
+        _ATTEMPT_TYPES,
+        [("att_" + ids.random_base62(24), a.delivery_id, a.attempted_at, a.response_status,
+          a.latency_ms, a.error, a.response_body)
+         for a, recorded in zip(attempts, kept, strict=True) if recorded],
+    )  # fmt: skip
+    return kept
 
 
 def release_leases(tx: Tx, owner: str) -> int:
@@ -391,11 +462,15 @@ def release_leases(tx: Tx, owner: str) -> int:
     )
 
 
-def next_due(tx: Tx, limits: SenderLimits) -> int | None:
+def next_due(tx: Tx, limits: SenderLimits, owner: str | None = None) -> int | None:
     """When the next delivery becomes claimable: due, not leased (or its lease lapsed),
     and not for an endpoint or merchant at its limit (a finished attempt wakes the
-    dispatcher for those)."""
+    dispatcher for those). The deliveries `owner` holds are left out: it settles them
+    itself, and knows their next due times when it does."""
     not_full, not_full_args = _not_full(limits)
+    if owner is not None:
+        not_full += " AND (d.lease_owner IS NULL OR d.lease_owner <> ?)"
+        not_full_args.append(owner)
     value = tx.fetchval(
         "SELECT MIN(CASE WHEN d.lease_expires_at IS NOT NULL"
         " AND d.lease_expires_at > d.next_attempt_at"

@@ -104,3 +104,100 @@ async def start_receiver(nursery: trio.Nursery, sock: socket.socket | None = Non
     )
 
     return receiver
+
+
+# -- a receiver on raw sockets --------------------------------------------------------------
+
+
+@attrs.frozen
+class Reply:
+    """How `RawReceiver` answers one request: a status and a body (with Content-Length,
+    kept alive), then, with `close`, the connection closed without a word said about it
+    (as a server whose keep-alive ran out)."""
+
+    status: int = 200
+    body: bytes = b"ok"
+    close: bool = False
+
+
+@attrs.frozen
+class RawRequest:
+    connection: int  # the receiver's count of its connections, 0-based
+    headers: dict[str, str]
+    body: bytes
+    at: float  # trio time
+
+
+@attrs.define(eq=False)
+class RawReceiver:
+    """A receiver on trio sockets, for what a framework hides: which connection each
+    request came on, and answers a framework would not give (a long body; a request read
+    and the connection closed with no answer)."""
+
+    url: str
+    # (number of the request, 0-based) -> its Reply, or None: read, then closed unanswered.
+    script: Callable[[int], Reply | None] = lambda n: Reply()
+    requests: list[RawRequest] = attrs.field(factory=list)
+    connections: int = 0
+    closed: int = 0  # connections this side closed
+    _changed: trio.Event = attrs.field(factory=trio.Event)
+
+    async def wait_until(self, done: Callable[[RawReceiver], bool]) -> None:
+        """Wait until `done(self)` holds; the caller bounds the wait."""
+        while not done(self):
+            await self._changed.wait()
+
+    def _note(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def _serve(self, stream: trio.SocketStream) -> None:
+        number = self.connections
+        self.connections += 1
+        buffer = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buffer:
+                    data = await stream.receive_some(65536)
+                    if not data:
+                        return
+                    buffer += data
+                head, buffer = buffer.split(b"\r\n\r\n", 1)
+                lines = head.decode("latin-1").split("\r\n")[1:]
+                headers = {}
+                for line in lines:
+                    name, _, value = line.partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                length = int(headers.get("content-length", "0"))
+                while len(buffer) < length:
+                    data = await stream.receive_some(65536)
+                    if not data:
+                        return
+                    buffer += data
+                body, buffer = buffer[:length], buffer[length:]
+                reply = self.script(len(self.requests))
+                self.requests.append(RawRequest(number, headers, body, trio.current_time()))
+                self._note()
+                if reply is None:
+                    return
+                await stream.send_all(
+                    b"HTTP/1.1 %d X\r\nContent-Length: %d\r\n\r\n" % (reply.status, len(reply.body))
+                    + reply.body
+                )
+                if reply.close:
+                    return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            await trio.aclose_forcefully(stream)
+            self.closed += 1
+            self._note()
+
+
+async def start_raw_receiver(nursery: trio.Nursery) -> RawReceiver:
+    """Serve a `RawReceiver` on 127.0.0.1 until the nursery ends."""
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    receiver = RawReceiver(url=f"http://127.0.0.1:{port}/hooks")
+    nursery.start_soon(trio.serve_listeners, receiver._serve, listeners)
+    return receiver

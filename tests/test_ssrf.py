@@ -1,5 +1,6 @@
 """The SSRF guard: addresses that embed another address, numeric IPv4 spellings, the
-registration check (no DNS), and the pinned connection (no second resolution)."""
+registration check (no DNS), and the webhook client's pinned connections (no second
+resolution; the URL's name kept for Host, SNI and the certificate)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import socket
 import ssl
 from pathlib import Path
 
-import httpx
 import pytest
 import trio
 from fgcpay.webhooks import destinations
+from fgcpay.webhooks.client import SendFailed, WebhookClient
 from receiver import start_receiver
 
 # (address, allowed): each form is judged by the IPv4 address it carries.
@@ -160,15 +161,13 @@ async def test_the_connection_goes_to_the_checked_address_with_the_name_kept(
     port = int(receiver.url.split(":")[2].split("/")[0])
     # First answer: the receiver. Any second resolution would get a dead address instead.
     resolver = FakeResolver(["127.0.0.1"], ["127.0.0.2"])
-    transport = destinations.pinned_transport(
-        True, resolver, httpx.Limits(max_keepalive_connections=0)
-    )
-    async with httpx.AsyncClient(transport=transport) as client:
-        response = await client.post(f"http://hooks.test:{port}/hooks", content=b"{}")
-    assert response.status_code == 200
+    client = WebhookClient(True, resolver)
+    for _ in range(2):  # the second over the kept connection, with no second lookup
+        answer = await client.post(f"http://hooks.test:{port}/hooks", [], b"{}")
+        assert answer.status == 200
     assert resolver.calls == [("hooks.test", port)]
-    (arrived,) = receiver.received
-    assert arrived.headers["host"] == f"hooks.test:{port}"
+    assert [arrived.headers["host"] for arrived in receiver.received] == [f"hooks.test:{port}"] * 2
+    client.close_idle()
 
 
 async def test_every_resolved_address_is_checked_before_connecting(nursery: trio.Nursery) -> None:
@@ -176,23 +175,22 @@ async def test_every_resolved_address_is_checked_before_connecting(nursery: trio
     port = int(receiver.url.split(":")[2].split("/")[0])
     for answer in (["93.184.216.34", "127.0.0.1"], ["::ffff:127.0.0.1"], ["2002:7f00:1::"], []):
         resolver = FakeResolver(answer)
-        transport = destinations.pinned_transport(False, resolver, httpx.Limits())
-        async with httpx.AsyncClient(transport=transport) as client:
-            with pytest.raises(httpx.ConnectError) as caught:
-                await client.post(f"http://hooks.test:{port}/hooks", content=b"{}")
-        assert isinstance(caught.value.__cause__, destinations.DestinationRefused), answer
+        client = WebhookClient(False, resolver)
+        with pytest.raises(SendFailed, match="destination refused") as caught:
+            await client.post(f"http://hooks.test:{port}/hooks", [], b"{}")
+        reason = destinations.NOT_RESOLVED if not answer else destinations.PRIVATE_REFUSAL
+        assert reason in str(caught.value), answer
         assert resolver.calls == [("hooks.test", port)]
     assert receiver.received == []
 
 
 async def test_a_literal_address_is_checked_without_resolving() -> None:
     resolver = FakeResolver()
-    transport = destinations.pinned_transport(False, resolver, httpx.Limits())
-    async with httpx.AsyncClient(transport=transport) as client:
-        for url in ("http://2130706433/", "http://[2002:7f00:1::]/h", "http://0x7f.1:9/"):
-            with pytest.raises(httpx.ConnectError) as caught:
-                await client.post(url, content=b"{}")
-            assert isinstance(caught.value.__cause__, destinations.DestinationRefused), url
+    client = WebhookClient(False, resolver)
+    for url in ("http://2130706433/", "http://[2002:7f00:1::]/h", "http://0x7f.1:9/"):
+        with pytest.raises(SendFailed, match="destination refused") as caught:
+            await client.post(url, [], b"{}")
+        assert destinations.PRIVATE_REFUSAL in str(caught.value), url
     assert resolver.calls == []
 
 
@@ -272,19 +270,13 @@ async def test_tls_keeps_the_name_for_sni_and_the_certificate(
     port = tcp.socket.getsockname()[1]
     nursery.start_soon(trio.serve_listeners, answer, listeners)
     resolver = FakeResolver(["127.0.0.1"], ["127.0.0.1"])
-    transport = destinations.pinned_transport(True, resolver, httpx.Limits(), client_context)
-    async with httpx.AsyncClient(transport=transport) as client:
-        response = await client.post(f"https://hooks.test:{port}/hooks", content=b"{}")
-        assert response.status_code == 200 and response.text == "ok"
-        assert sni == ["hooks.test"]  # the name, not the pinned 127.0.0.1
-        # Pinned to the same address, but the certificate is checked against the URL's name.
-        with pytest.raises(httpx.ConnectError) as caught:
-            await client.post(f"https://other.test:{port}/hooks", content=b"{}")
-    chain: list[BaseException] = []
-    cause: BaseException | None = caught.value
-    while cause is not None:
-        chain.append(cause)
-        cause = cause.__cause__ or cause.__context__
-    assert any(isinstance(c, ssl.SSLCertVerificationError) for c in chain), chain
+    client = WebhookClient(True, resolver, tls=client_context)
+    reply = await client.post(f"https://hooks.test:{port}/hooks", [], b"{}")
+    assert reply.status == 200 and reply.body == b"ok"
+    assert sni == ["hooks.test"]  # the name, not the pinned 127.0.0.1
+    # Pinned to the same address, but the certificate is checked against the URL's name.
+    with pytest.raises(SendFailed, match="ConnectError") as caught:
+        await client.post(f"https://other.test:{port}/hooks", [], b"{}")
+    assert "certificate verify failed" in str(caught.value)
     assert resolver.calls == [("hooks.test", port), ("other.test", port)]
     assert sni == ["hooks.test", "other.test"]

@@ -6,24 +6,20 @@ operator allows them (FGCPAY_WEBHOOK_ALLOW_PRIVATE=1).
   resolver reads them (`2130706433`, `0x7f.1`, `0177.0.0.1` are 127.0.0.1), and IPv6
   forms that carry an IPv4 address (IPv4-mapped and -compatible, 6to4, Teredo, NAT64)
   are judged by the address they carry.
-- At delivery the name is resolved once, every address is checked, and the connection
-  goes to a checked address (`pinned_transport`): a second resolution could answer
-  differently (DNS rebinding). The URL's name is kept for `Host`, TLS SNI and the
-  certificate check, since httpcore takes those from the URL, not from `connect_tcp`.
+- At delivery, for each new connection, the name is resolved once, every address is
+  checked (`checked_addresses`), and the connection goes to a checked address: a second
+  resolution could answer differently (DNS rebinding). The URL's name is kept for `Host`,
+  TLS SNI and the certificate check (`webhooks/client.py`).
 """
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import socket
-import ssl
 import typing
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
-import httpcore
-import httpx
 import trio
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -176,116 +172,41 @@ async def system_resolve(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
-class DestinationRefused(httpcore.ConnectError):
-    """The target's address is not allowed; nothing was sent."""
+class DestinationRefused(Exception):
+    """The target's address is not allowed, or its name does not resolve: nothing was sent."""
 
 
-class _PinnedBackend(httpcore.AsyncNetworkBackend):
-    """Resolves once, checks every address, and connects only to checked addresses."""
-
-    def __init__(self, allow_private: bool, resolve: Resolver) -> None:
-        self._allow_private = allow_private
-        self._resolve = resolve
-        self._inner = _trio_backend()
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
-        local_address: str | None = None,
-        socket_options: typing.Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        literal = literal_address(host)
-        addresses = [str(literal)] if literal is not None else []
-        if literal is None:
-            if _is_localhost(host) and not self._allow_private:
-                raise DestinationRefused(PRIVATE_REFUSAL)
-            try:
-                with trio.fail_after(float("inf") if timeout is None else timeout):
-                    addresses = list(dict.fromkeys(await self._resolve(host, port)))
-            except trio.TooSlowError:
-                raise httpcore.ConnectTimeout(NOT_RESOLVED) from None
-            except (OSError, UnicodeError, ValueError):
-                raise DestinationRefused(NOT_RESOLVED) from None
-            if not addresses:
-                raise DestinationRefused(NOT_RESOLVED)
-        if not self._allow_private and not all(address_allowed(a) for a in addresses):
-            raise DestinationRefused(PRIVATE_REFUSAL)
-        failure: Exception | None = None
-        for address in addresses:  # each one checked above; never a fresh lookup
-            try:
-                return await self._inner.connect_tcp(
-                    address.split("%")[0], port, timeout, local_address, socket_options
-                )
-            except httpcore.ConnectError as error:
-                failure = error
-        assert failure is not None
-        raise failure
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
-        socket_options: typing.Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise DestinationRefused("unix sockets are not webhook targets")
-
-    async def sleep(self, seconds: float) -> None:
-        await trio.sleep(seconds)
-
-
-def _trio_backend() -> httpcore.AsyncNetworkBackend:
-    from httpcore._backends.trio import TrioBackend  # the backend httpcore itself uses under trio
-
-    return TrioBackend()
-
-
-@functools.cache
-def _default_tls() -> ssl.SSLContext:
-    """The default TLS context (httpx's CAs), built once per process: loading the CAs
-    costs tens of milliseconds of CPU, and one context serves every connection."""
-    return httpx.create_ssl_context(trust_env=False)
-
-
-class _PinnedTransport(httpx.AsyncHTTPTransport):
-    """httpx's own transport (request mapping, error mapping) over a pinned connection pool."""
-
-    def __init__(
-        self,
-        allow_private: bool,
-        resolve: Resolver,
-        limits: httpx.Limits,
-        verify: ssl.SSLContext | None,
-    ) -> None:
-        context = verify or _default_tls()
-        # The context given here too: httpx would otherwise load the CAs for a pool that
-        # the pinned one below replaces.
-        super().__init__(verify=context, trust_env=False, limits=limits)
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=context,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=_PinnedBackend(allow_private, resolve),
-        )
-
-
-def pinned_transport(
+async def checked_addresses(
+    host: str,
+    port: int,
     allow_private: bool,
     resolve: Resolver,
-    limits: httpx.Limits,
-    verify: ssl.SSLContext | None = None,
-) -> httpx.AsyncBaseTransport:
-    """A transport for webhook deliveries: no proxies from the environment (they would
-    bypass the guard), and connections only to addresses the guard checked. `verify`:
-    the TLS context (default: the system's CAs, checked against the URL's name)."""
-    return _PinnedTransport(allow_private, resolve, limits, verify)
+) -> list[str]:
+    """The addresses a connection to `host` may go to, every one checked: the literal
+    itself, or the name resolved once (never a second lookup: the caller connects only to
+    these). Raises `DestinationRefused` when any address is not allowed or the name does
+    not resolve; the caller bounds the time it takes."""
+    literal = literal_address(host)
+    if literal is not None:
+        addresses = [str(literal)]
+    else:
+        if _is_localhost(host) and not allow_private:
+            raise DestinationRefused(PRIVATE_REFUSAL)
+        try:
+            addresses = list(dict.fromkeys(await resolve(host, port)))
+        except (OSError, UnicodeError, ValueError):
+            raise DestinationRefused(NOT_RESOLVED) from None
+        if not addresses:
+            raise DestinationRefused(NOT_RESOLVED)
+    if not allow_private and not all(address_allowed(a) for a in addresses):
+        raise DestinationRefused(PRIVATE_REFUSAL)
+    # A scope (`%eth0`) is only ever allowed with private targets; the socket takes it apart.
+    return [address.split("%")[0] for address in addresses]
 
 
 async def refusal(url: str, allow_private: bool, resolve: Resolver = system_resolve) -> str | None:
     """Why a delivery to `url` would be refused now, resolving its name (for tools; the
-    dispatcher checks inside `pinned_transport`, on the address it connects to)."""
+    dispatcher's client checks with `checked_addresses`, on the address it connects to)."""
     problem = registration_refusal(url, allow_private)
     if problem or allow_private:
         return problem

@@ -1,29 +1,41 @@
-"""The supervised delivery nursery: claims due deliveries from the outbox, sends each with
-a fresh signature, records the attempt, and schedules retries.
+"""The supervised delivery nursery: claims due deliveries from the outbox in batches, sends
+each with a fresh signature, records the attempts in batches, and schedules retries.
 
-- A bounded pool of senders; the dispatcher never claims more than it has free senders,
-  and never more than `per_endpoint` attempts at once to one endpoint or `per_merchant`
-  for one merchant, so slow receivers cannot hold every sender.
-- Each attempt has one deadline (10 s: resolve, connect, send, read the answer), well
-  inside the claim's lease; a receiver that drips its answer is cut off there.
-- Targets are resolved once per connection, every address is checked and the connection
-  goes to a checked address (`destinations.pinned_transport`).
+- Claims: one write claims a batch (`claim_due`; on PostgreSQL one statement, with the
+  bodies and secrets). Claims run a round ahead of the senders (`_slots.py`), so a
+  sender that finishes takes its endpoint's next delivery at once, while the claims
+  refill in the background. No claim waits for a batch to fill: a commit rings the
+  dispatcher and the claim goes at once.
+- Fairness: never more than `per_endpoint` attempts at once to one endpoint or
+  `per_merchant` for one merchant (and `AHEAD` times that claimed), so a slow receiver
+  holds its own slots only; the senders go to the other endpoints' deliveries, endpoints
+  taking turns.
+- Senders post through the `WebhookClient` (`client.py`): connections kept alive per
+  destination, one deadline per attempt (10 s: resolve, connect, send, read the answer),
+  well inside the claim's lease, no redirects, the SSRF guard on every new connection.
+- Results: the recorder writes every attempt finished meanwhile in one write
+  (`record_attempts`: a row per attempt, one statement per table), so a backlog costs a
+  few statements per batch rather than per delivery. A delivery stays leased to this
+  process until its attempt is recorded; `_recorded` is the one place an attempt's
+  outcome is known.
 - Woken at once by a commit (`ring`), with polling as the authority (other processes'
   commits, retries coming due, lapsed leases of crashed processes).
-- Claims are leases: on shutdown, attempts in flight are cancelled and their leases are
-  released in a shielded cleanup, so the next start resumes them; after a crash the
-  leases lapse and any process reclaims them. Delivery is at least once.
+- Claims are leases: on shutdown, attempts in flight are cancelled, the finished ones
+  recorded and the other leases released in a shielded cleanup, so the next start
+  resumes them; after a crash the leases lapse and any process reclaims them. Delivery
+  is at least once, and a delivery is never sent by two processes at once.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import secrets
+import ssl
 import time
-from collections import Counter
 from email.utils import parsedate_to_datetime
 
-import httpx
+import attrs
 import trio
 from fgcpay import metrics
 from fgcpay.clock import Clock
@@ -36,10 +48,25 @@ from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.storage.webhooks import AttemptRecord, DeliveryJob
 
 from . import destinations
+from ._slots import AHEAD, Slots
+from .client import SendFailed, WebhookClient
 
 LEASE_SECONDS = 60.0  # far beyond one attempt's 10 s deadline
 POLL_SECONDS = 2.0
 ERROR_BACKOFF_SECONDS = 1.0
+LOOK_PAST_SECONDS = 0.1
+"""While claims pass rows over for a limit (an endpoint with a backlog at its limit), how
+often a claim also looks past those rows for other endpoints' (which costs a scan of the
+backlog); a commit in this process looks at once."""
+BUSY_RETRY_SECONDS = 0.01
+"""The wait when deliveries are due but none could be claimed (another process holds
+them for the moment)."""
+
+
+@attrs.frozen
+class _Finished:
+    job: DeliveryJob
+    record: AttemptRecord
 
 
 class WebhookDispatcher:
@@ -53,10 +80,11 @@ class WebhookDispatcher:
         senders: int = 32,
         poll_seconds: float = POLL_SECONDS,
         lease_seconds: float = LEASE_SECONDS,
-        transport: httpx.AsyncBaseTransport | None = None,
         resolver: destinations.Resolver = destinations.system_resolve,
         per_endpoint: int | None = None,
         per_merchant: int | None = None,
+        per_destination: int | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         if lease_seconds < webhooks.MIN_LEASE_SECONDS:
             raise ValueError(
@@ -72,19 +100,29 @@ class WebhookDispatcher:
         self.poll_seconds = poll_seconds
         self.lease_us = int(lease_seconds * 1_000_000)
         self.owner = "dispatcher_" + secrets.token_hex(8)
-        self._transport = transport
-        # Looked up at every connection, so a test can stand in for DNS.
+        # Looked up at every new connection, so a test can stand in for DNS.
         self.resolver = resolver
         self.per_endpoint = per_endpoint or max(1, senders // 4)
         self.per_merchant = per_merchant or max(1, senders // 2)
-        self._endpoint_busy: Counter[str] = Counter()
-        self._merchant_busy: Counter[str] = Counter()
-        self._busy = 0
+        # Connections (attempts) at once to one origin, whichever endpoints share it.
+        self.per_destination = per_destination or self.per_endpoint
+        self._tls = tls
+        self._slots = Slots(senders, self.per_endpoint, self.per_merchant)
+        # Claimed and not yet recorded, at most: finished attempts wait for the recorder.
+        self.max_unsettled = (AHEAD + 1) * senders
+        self._unsettled = 0
+        self._jobs: trio.MemorySendChannel[DeliveryJob] | None = None
+        self._finished: list[_Finished] = []
+        self._finished_ready = trio.Event()
         self._wake = trio.Event()
+        self._rung = True
+        self._look_at = -math.inf  # trio time of the next full look (see _claim_loop)
+        self._retry_at = math.inf  # the soonest retry recorded since the last look read
+        self._sleep: trio.CancelScope | None = None
         self.attempts = 0  # attempts recorded by this process
         self._attempted = trio.Event()
         # The running client, for `send_once` (None while the dispatcher is not running).
-        self._client: httpx.AsyncClient | None = None
+        self.client: WebhookClient | None = None
 
     async def wait_for_attempts(self, count: int) -> None:
         """Return once this process has recorded `count` attempts (tests, benchmarks)."""
@@ -93,31 +131,33 @@ class WebhookDispatcher:
 
     def ring(self) -> None:
         """Something was committed to the outbox: look now."""
+        self._rung = True
         self._wake.set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        limits = httpx.Limits(max_connections=self.senders, max_keepalive_connections=self.senders)
-        transport = self._transport or destinations.pinned_transport(
-            self.allow_private, lambda host, port: self.resolver(host, port), limits
+        client = WebhookClient(
+            self.allow_private,
+            lambda host, port: self.resolver(host, port),
+            tls=self._tls,
+            per_destination=self.per_destination,
         )
-        client = httpx.AsyncClient(
-            timeout=webhooks.ATTEMPT_TIMEOUT_SECONDS,
-            follow_redirects=False,
-            transport=transport,
-            trust_env=False,
-            limits=limits,
-        )
-        self._client = client
+        self.client = client
         try:
             async with trio.open_nursery() as nursery:
-                jobs_in, jobs_out = trio.open_memory_channel[DeliveryJob](0)
+                # Holds only deliveries with a sending slot: never more than the senders.
+                self._jobs, jobs_out = trio.open_memory_channel[DeliveryJob](self.senders)
                 for _ in range(self.senders):
-                    nursery.start_soon(self._sender, jobs_out.clone(), client)
+                    nursery.start_soon(self._sender, jobs_out.clone())
+                nursery.start_soon(self._recorder)
                 task_status.started()
-                await self._claim_loop(jobs_in)
+                await self._claim_loop()
         finally:
+            self.client = None
+            client.close_idle()
             with trio.CancelScope(shield=True):
                 with trio.move_on_after(5):
+                    # Answered but not yet recorded: recorded now, not sent again later.
+                    await self._record_finished()
                     try:
                         await self.db.write(webhook_rows.release_leases, self.owner)
                     except Exception as error:
@@ -126,81 +166,128 @@ class WebhookDispatcher:
                             logging.WARNING,
                             error=type(error).__name__,
                         )
-                    self._client = None
-                    await client.aclose()
 
-    async def _claim_loop(self, jobs_in: trio.MemorySendChannel[DeliveryJob]) -> None:
+    # -- claims ---------------------------------------------------------------------------
+
+    async def _claim_loop(self) -> None:
+        """Claim whenever a sender is free or something was committed. A claim takes the
+        oldest due rows its window holds; when rows there were passed over (an endpoint
+        or a merchant at its limit), the rows past them may be other endpoints': a *look*
+        claims once more (the endpoints now full left out in SQL) and reads when the next
+        delivery falls due. A look is made when rung, when that time comes, and at most
+        every LOOK_PAST_SECONDS while rows are passed over, since with a large backlog
+        of one endpoint it scans the backlog."""
         while True:
             self._wake = trio.Event()
-            free = self.senders - self._busy
-            claimed: list[DeliveryJob] = []
-            passed_over = False
+            now = trio.current_time()
+            look = self._rung or now >= min(self._look_at, self._retry_at)
+            self._rung = False
             try:
-                if free > 0:
-                    claimed, passed_over = await self.db.write(
-                        webhook_rows.claim_due,
-                        self.owner,
-                        self.clock.now_us(),
-                        self.lease_us,
-                        free,
-                        self._limits(),
-                    )
-                for job in claimed:
-                    self._busy += 1
-                    self._endpoint_busy[job.endpoint_id] += 1
-                    self._merchant_busy[job.merchant_id] += 1
-                    await jobs_in.send(job)
-                if passed_over and len(claimed) < free:
-                    continue  # the next claim leaves the endpoints now at their limit out
-                wait = await self._idle_seconds(full=len(claimed) == free)
+                claimed, passed_over = await self._claim(refill_only=not look)
+                if look:
+                    if passed_over:
+                        more, passed_over = await self._claim()
+                        claimed += more
+                    # What is recorded from here on may come due before what this reads.
+                    self._retry_at = math.inf
+                    self._look_at = now + await self._idle_seconds(claimed)
+                elif passed_over:
+                    self._look_at = min(self._look_at, now + LOOK_PAST_SECONDS)
             except Exception as error:
                 # An outage is expected and passes by itself (a warning); anything else is a bug.
                 level = logging.WARNING if isinstance(error, DatabaseUnavailable) else logging.ERROR
                 log_event("delivery claim failed", level, error_type=type(error).__name__)
-                wait = ERROR_BACKOFF_SECONDS
-            with trio.move_on_after(wait):
+                await trio.sleep(ERROR_BACKOFF_SECONDS)
+                self._rung = True  # look again in full
+                continue
+            if self.client is not None:
+                self.client.sweep()  # at least every poll: idle connections close in seconds
+            with trio.move_on_at(min(self._look_at, self._retry_at)) as self._sleep:
                 await self._wake.wait()
+            self._sleep = None
 
-    async def _idle_seconds(self, full: bool) -> float:
-        if full:
-            return self.poll_seconds  # more may be due: a freed sender rings the bell
-        next_due = await self.db.read(webhook_rows.next_due, self._limits())
+    async def _claim(self, refill_only: bool = False) -> tuple[list[DeliveryJob], bool]:
+        """Claim what the senders can take in a round ahead (`refill_only`: see
+        `Slots.room`); whether rows were passed over with room left (see `claim_due`)."""
+        room = min(self._slots.room(refill_only), self.max_unsettled - self._unsettled)
+        if room <= 0:
+            return [], False
+        now_us = self.clock.now_us()
+        limits = self._slots.limits()
+        claimed, passed_over = await self.db.write(
+            webhook_rows.claim_due, self.owner, now_us, self.lease_us, room, limits
+        )
+        self._unsettled += len(claimed)
+        self._slots.add(claimed, now_us + self.lease_us, limits, room, passed_over)
+        self._start_ready()
+        return claimed, passed_over and len(claimed) < room
+
+    async def _idle_seconds(self, claimed: list[DeliveryJob]) -> float:
+        if self._slots.full() or self._unsettled >= self.max_unsettled:
+            return self.poll_seconds  # more may be due: a freed sender wakes the loop
+        next_due = await self.db.read(webhook_rows.next_due, self._slots.limits(), self.owner)
         if next_due is None:
             return self.poll_seconds
-        return min(self.poll_seconds, max(0.0, (next_due - self.clock.now_us()) / 1_000_000))
+        wait = min(self.poll_seconds, max(0.0, (next_due - self.clock.now_us()) / 1_000_000))
+        # Due now, yet nothing to claim: another process holds those rows for a moment.
+        return max(wait, BUSY_RETRY_SECONDS) if not claimed else wait
 
-    def _limits(self) -> webhooks.SenderLimits:
-        return webhooks.SenderLimits(
-            self.per_endpoint,
-            self.per_merchant,
-            dict(self._endpoint_busy),
-            dict(self._merchant_busy),
-        )
+    def _due_at(self, at_us: int) -> None:
+        """Look again when a delivery this process recorded falls due at `at_us` (service
+        time)."""
+        when = trio.current_time() + max(0.0, (at_us - self.clock.now_us()) / 1_000_000)
+        self._retry_at = min(self._retry_at, when)
+        if self._sleep is not None:
+            self._sleep.deadline = min(self._sleep.deadline, when)
 
-    def _done(self, job: DeliveryJob) -> None:
-        self._busy -= 1
-        for busy, key in (
-            (self._endpoint_busy, job.endpoint_id),
-            (self._merchant_busy, job.merchant_id),
-        ):
-            busy[key] -= 1
-            if busy[key] <= 0:
-                del busy[key]
-        self._wake.set()
+    # -- sending --------------------------------------------------------------------------
 
-    async def _sender(
-        self, jobs: trio.MemoryReceiveChannel[DeliveryJob], client: httpx.AsyncClient
-    ) -> None:
+    def _start_ready(self) -> None:
+        """Hand the senders every claimed delivery that has a slot now."""
+        assert self._jobs is not None
+        start, dropped = self._slots.ready(self.clock.now_us())
+        for job in dropped:
+            # Waited too long (behind a slow endpoint, under a short lease).
+            log_event(
+                "delivery left for its lease to lapse", logging.WARNING, delivery_id=job.delivery_id
+            )
+            self._settle(job)
+        for job in start:
+            try:
+                self._jobs.send_nowait(job)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return  # the senders are gone: shutting down, the leases are released
+
+    async def _sender(self, jobs: trio.MemoryReceiveChannel[DeliveryJob]) -> None:
         async with jobs:
             async for job in jobs:
+                finished: _Finished | None = None
                 try:
-                    await self._attempt(job, client)
+                    finished = await self._attempt(job)
                 except Exception as error:  # a sender never dies of one delivery
                     log_event(
                         "delivery attempt crashed", logging.ERROR, error_type=type(error).__name__
                     )
                 finally:
-                    self._done(job)
+                    self._answered(job)
+                if finished is None:
+                    self._settle(job)  # nothing to record: its lease lapses, it is sent again
+                else:
+                    self._finished.append(finished)
+                    self._finished_ready.set()
+
+    def _answered(self, job: DeliveryJob) -> None:
+        """The attempt's sending is over: its slots go to the next claimed delivery, and
+        the claims refill when `Slots.answered` says so."""
+        refill = self._slots.answered(job)
+        self._start_ready()
+        if refill:
+            self._wake.set()
+
+    def _settle(self, job: DeliveryJob) -> None:
+        self._unsettled -= 1
+        if self._unsettled == self.max_unsettled - 1:
+            self._wake.set()  # the claims had stopped for the recorder to catch up
 
     def _signing_secrets(self, job: DeliveryJob, now_us: int) -> list[str]:
         current = self.box.open(job.secret_sealed)
@@ -219,21 +306,21 @@ class WebhookDispatcher:
         same client, SSRF guard and deadline), recording nothing: a test event.
 
         Raises `errors.Unavailable` while the dispatcher is not running."""
-        if self._client is None:
+        if self.client is None:
             raise errors.Unavailable("Webhook sending is not running.", retry_after_seconds=5)
-        attempt, _ = await self._post(self._client, url, event_id, body, signing_secrets)
+        attempt, _ = await self._post(self.client, url, event_id, body, signing_secrets)
         return attempt
 
     async def _post(
         self,
-        client: httpx.AsyncClient,
+        client: WebhookClient,
         url: str,
         event_id: str,
         text: str,
         signing_secrets: list[str],
     ) -> tuple[webhooks.DeliveryAttempt, int | None]:
-        """One signed POST under the attempt's deadline: what came of it, and the
-        answer's `Retry-After` (as a time) if it had one."""
+        """One POST signed now, under the attempt's deadline: what came of it, and the
+        answer's `Retry-After` (as seconds) if it had one."""
         now = self.clock.now_us()
         body = text.encode("utf-8")
         headers = webhooks.signed_headers(event_id, body, now // 1_000_000, signing_secrets)
@@ -242,27 +329,14 @@ class WebhookDispatcher:
         answer: str | None = None
         retry_after: int | None = None
         started = time.perf_counter()
-        timeout = f"timeout after {webhooks.ATTEMPT_TIMEOUT_SECONDS:g} s"
-        # One deadline for everything, the answer's body included: httpx's timeout is per
-        # read, so a receiver sending a byte a second would otherwise never time out.
-        with trio.move_on_after(webhooks.ATTEMPT_TIMEOUT_SECONDS) as deadline:
-            try:
-                request = client.stream("POST", url, content=body, headers=headers)
-                async with request as response:
-                    status = response.status_code
-                    answer = await _first_bytes(response, webhooks.RESPONSE_KEEP_BYTES)
-                    retry_after = _retry_after(response, self.clock.now_us())
-            except httpx.TimeoutException:
-                status, error = None, timeout
-            except httpx.ConnectError as failure:
-                if isinstance(failure.__cause__, destinations.DestinationRefused):
-                    error = f"destination refused: {failure.__cause__}"
-                else:
-                    error = f"{type(failure).__name__}: {str(failure)[:200]}"
-            except httpx.HTTPError as failure:
-                error = f"{type(failure).__name__}: {str(failure)[:200]}"
-        if deadline.cancelled_caught:
-            status, answer, retry_after, error = None, None, None, timeout
+        try:
+            sent = await client.post(url, headers.items(), body)
+        except SendFailed as failure:
+            error = str(failure)
+        else:
+            status = sent.status
+            answer = sent.body.decode("utf-8", errors="replace")
+            retry_after = _retry_after(sent.header(b"retry-after"), self.clock.now_us())
         latency_ms = int((time.perf_counter() - started) * 1000)
         attempt = webhooks.DeliveryAttempt(
             at=self.clock.now_us(),
@@ -273,12 +347,13 @@ class WebhookDispatcher:
         )
         return attempt, retry_after
 
-    async def _attempt(self, job: DeliveryJob, client: httpx.AsyncClient) -> None:
+    async def _attempt(self, job: DeliveryJob) -> _Finished:
+        assert self.client is not None
         secrets_now = self._signing_secrets(job, self.clock.now_us())
-        sent, retry_after = await self._post(client, job.url, job.event_id, job.body, secrets_now)
-        status, error, answer = sent.status_code, sent.error, sent.response_body
-        latency_ms = sent.latency_ms
-        finished = sent.at
+        sent, retry_after = await self._post(
+            self.client, job.url, job.event_id, job.body, secrets_now
+        )
+        status = sent.status_code
         if status is not None and 200 <= status < 300:
             outcome, next_at = "succeeded", None
         else:
@@ -288,32 +363,68 @@ class WebhookDispatcher:
             if delay is None:
                 outcome, next_at = "failed", None
             else:
-                outcome, next_at = "pending", finished + int(delay * 1_000_000)
-        kept = await self.db.write(
-            webhook_rows.record_attempt,
-            self.owner,
-            AttemptRecord(
-                delivery_id=job.delivery_id,
-                attempted_at=finished,
-                response_status=status,
-                latency_ms=latency_ms,
-                error=error,
-                response_body=answer,
-                outcome=outcome,
-                next_attempt_at=next_at,
-            ),
+                outcome, next_at = "pending", sent.at + int(delay * 1_000_000)
+        record = AttemptRecord(
+            delivery_id=job.delivery_id,
+            attempted_at=sent.at,
+            response_status=status,
+            latency_ms=sent.latency_ms,
+            error=sent.error,
+            response_body=sent.response_body,
+            outcome=outcome,
+            next_attempt_at=next_at,
         )
+        return _Finished(job, record)
+
+    # -- results --------------------------------------------------------------------------
+
+    async def _recorder(self) -> None:
+        while True:
+            await self._finished_ready.wait()
+            self._finished_ready = trio.Event()
+            await self._record_finished()
+
+    async def _record_finished(self) -> None:
+        """Record every attempt finished so far, in one write."""
+        batch, self._finished = self._finished, []
+        if not batch:
+            return
+        kept: list[bool | None]
+        try:
+            kept = list(
+                await self.db.write(
+                    webhook_rows.record_attempts, self.owner, [f.record for f in batch]
+                )
+            )
+        except Exception as error:
+            # Their leases lapse and the deliveries are sent again (at least once).
+            level = logging.WARNING if isinstance(error, DatabaseUnavailable) else logging.ERROR
+            log_event(
+                "delivery attempts not recorded",
+                level,
+                error_type=type(error).__name__,
+                attempts=len(batch),
+            )
+            kept = [None] * len(batch)
+        for finished, recorded in zip(batch, kept, strict=True):
+            self._recorded(finished.job, finished.record, recorded)
+
+    def _recorded(self, job: DeliveryJob, record: AttemptRecord, kept: bool | None) -> None:
+        """The one place an attempt's outcome is known, once its write is over: `kept`
+        True when recorded, False when the lease had lapsed meanwhile (another process
+        may hold the delivery now), None when the write failed."""
         if kept:
-            metrics.delivery_attempt(outcome)
-        if not kept:
+            metrics.delivery_attempt(record.outcome)
+        if kept is False:
             log_event(
                 "delivery lease lapsed during an attempt",
                 logging.WARNING,
                 delivery_id=job.delivery_id,
             )
-        elif outcome != "succeeded":
+        elif kept and record.outcome != "succeeded":
             # What an operator needs to follow a failing receiver; never the body sent or
             # answered, never the URL (it may carry a token) or a secret.
+            next_at = record.next_attempt_at
             log_event(
                 "webhook delivery attempt failed",
                 logging.WARNING,
@@ -321,28 +432,22 @@ class WebhookDispatcher:
                 endpoint_id=job.endpoint_id,
                 delivery_id=job.delivery_id,
                 attempt=job.attempts + 1,
-                status_code=status,
-                error=error,
+                status_code=record.response_status,
+                error=record.error,
                 next_attempt_at=None if next_at is None else iso_ms(next_at),
             )
-        self.attempts += 1
-        self._attempted.set()
-        self._attempted = trio.Event()
+            if next_at is not None:
+                self._due_at(next_at)
+        self._settle(job)
+        if kept is not None:
+            self.attempts += 1
+            self._attempted.set()
+            self._attempted = trio.Event()
 
 
-async def _first_bytes(response: httpx.Response, limit: int) -> str:
-    kept = b""
-    async for chunk in response.aiter_raw():
-        kept += chunk[: limit - len(kept)]
-        if len(kept) >= limit:
-            break
-    return kept.decode("utf-8", errors="replace")
-
-
-def _retry_after(response: httpx.Response, now_us: int) -> int | None:
+def _retry_after(raw: str | None, now_us: int) -> int | None:
     """Seconds the receiver asks us to wait: a number, or an HTTP date read against the
     service's clock (`now_us`), never the host's."""
-    raw = response.headers.get("Retry-After")
     if not raw:
         return None
     raw = raw.strip()

@@ -57,6 +57,7 @@ from ._resources import (
     create_subscription,
     create_test_clock,
     every_page,
+    queue_events,
     valid_body,
 )
 from ._service import (
@@ -110,6 +111,7 @@ __all__ = [
     "open_stream",
     "stream_refusal",
     "stream_url",
+    "queue_events",
     "ARTIFACTS",
     "BACKENDS",
     "CHARGING",

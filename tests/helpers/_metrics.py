@@ -14,7 +14,7 @@ from ._service import CLIENT_TLS
 # What an id looks like (the contract's prefixes followed by base62): no label may hold one.
 ID_LIKE = re.compile(
     r"(cs_test_|sub_test_|clock_test_|re_test_|txn_test_|evt_|mer_|whd_|we_|key_|req_|fp_test_"
-    r"|whsec_)[0-9A-Za-z]"
+    r"|whsec_)[0-9A-Za-z]{10,}"  # an id's random part (a route's `<key_id>` is not one)
 )
 
 

@@ -1,13 +1,16 @@
 """What a merchant sends over and over in the tests: a valid checkout session, a webhook
-endpoint, a subscription, a test clock."""
+endpoint, a subscription, a test clock; and a backlog of webhook events."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import httpx
+from fgcpay.domain import ids
+from fgcpay.domain.webhooks import new_event
+from fgcpay.storage import webhooks
 
-from ._service import MerchantClient
+from ._service import MerchantClient, Server
 from ._subscriptions import subscription_body
 
 
@@ -71,3 +74,24 @@ async def every_page(api: httpx.AsyncClient, path: str) -> list[dict[str, Any]]:
         if not body["has_more"]:
             return found
         params["starting_after"] = body["data"][-1]["id"]
+
+
+async def queue_events(server: Server, merchant_id: str, count: int, at_us: int) -> list[str]:
+    """`count` paid-session events of the merchant's, written straight to the outbox (one
+    pending delivery per subscribed endpoint, due from `at_us` on, a microsecond apart)
+    as a backlog is, then the dispatcher rung; the events' ids, oldest first."""
+    events = [
+        new_event(
+            "evt_" + ids.random_base62(24),
+            merchant_id,
+            "checkout.session.paid",
+            "cs_test_" + ids.random_base62(24),
+            2,
+            {"object": "checkout.session"},
+            at_us + i,
+        )  # fmt: skip
+        for i in range(count)
+    ]
+    await server.db.write(webhooks.record_events, events)
+    server.running.service.dispatcher.ring()
+    return [event.id for event in events]
