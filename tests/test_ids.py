@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import os
 
 from fgcpay.domain import ids
 
@@ -36,3 +37,17 @@ def test_looks_like_id_refuses_anything_but_base62_of_the_length() -> None:
         assert not ids.looks_like_id("cs_test_" + body + odd, "cs_test_", 24)
     assert not ids.looks_like_id("cs_test_" + body, "cs_test_", 24)
     assert not ids.looks_like_id("sub_test_" + body + "Z", "cs_test_", 24)
+
+
+def test_a_forked_child_draws_characters_of_its_own() -> None:
+    ids.random_base62(1)  # characters are drawn a page at a time: the parent holds some
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child sends its next 64 characters and ends
+        os.write(write, ids.random_base62(64).encode())
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 64).decode()
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert len(child) == 64 and child != ids.random_base62(64)
