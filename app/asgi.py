@@ -67,7 +67,7 @@ from fgcpay.http.app import create_app
 from fgcpay.http.errors import JSON_TYPE, error_body
 from fgcpay.http.plumbing import protocol_error_answer
 from fgcpay.logs import JsonFormatter, log_event, logger
-from fgcpay.service import Service, open_service
+from fgcpay.service import Service, open_service, start_up_heap_frozen
 from fgcpay.settings import PREFIX, Settings, database_shown, load_settings
 from hypercorn.typing import (
     ASGIReceiveCallable,
@@ -153,19 +153,20 @@ class ServiceApp(server.ServedApp):
             await check_database(settings)
             async with open_service(settings) as service:
                 quart = create_app(service)
-                async with _quart_lifespan(quart, scope["state"]):
-                    self.running = _Running(quart, service)
-                    log_event(
-                        "starting",
-                        public_url=settings.public_url,
-                        database=database_shown(settings.database_url),
-                        env=settings.env,
-                        server="hypercorn",
-                    )
-                    await send({"type": "lifespan.startup.complete"})
-                    started = True
-                    await receive()  # lifespan.shutdown, once hypercorn has drained
-                    self.running = None
+                with start_up_heap_frozen():
+                    async with _quart_lifespan(quart, scope["state"]):
+                        self.running = _Running(quart, service)
+                        log_event(
+                            "starting",
+                            public_url=settings.public_url,
+                            database=database_shown(settings.database_url),
+                            env=settings.env,
+                            server="hypercorn",
+                        )
+                        await send({"type": "lifespan.startup.complete"})
+                        started = True
+                        await receive()  # lifespan.shutdown, once hypercorn has drained
+                        self.running = None
         except Exception as error:
             self.running = None
             if not started:

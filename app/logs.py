@@ -14,20 +14,35 @@ import sys
 import time
 from typing import Any
 
+_PREFIXES = ("fp_", "whsec_", "fgcdash_")
 _SECRET_SHAPES = re.compile(r"(fp_(?:test|live)_|whsec_|fgcdash_)[A-Za-z0-9+/=_-]+")
+# One encoder for every line (json.dumps with options builds a new one per call).
+_ENCODER = json.JSONEncoder(default=str, separators=(",", ":"))
 
 logger = logging.getLogger("fgcpay")
 
 
 def mask_secrets(text: str) -> str:
+    # Each shape starts with one of the prefixes: most lines hold none, and three
+    # substring searches cost less than the expression's scan.
+    if not any(prefix in text for prefix in _PREFIXES):
+        return text
     return _SECRET_SHAPES.sub(lambda m: m.group(1) + "[redacted]", text)
 
 
 class JsonFormatter(logging.Formatter):
+    # Every request writes a line: the timestamp's seconds part is formatted once per
+    # second, not once per line.
+    _second: tuple[int, str] = (-1, "")
+
     def format(self, record: logging.LogRecord) -> str:
+        whole = int(record.created)
+        second, stamp = self._second
+        if whole != second:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+            self._second = (whole, stamp)
         entry: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            "ts": f"{stamp}.{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
@@ -37,11 +52,16 @@ class JsonFormatter(logging.Formatter):
             entry.update(fields)
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        return mask_secrets(json.dumps(entry, default=str, separators=(",", ":")))
+        return mask_secrets(_ENCODER.encode(entry))
 
 
 def configure_logging(level: str = "INFO") -> None:
     """Send fgcpay's and hypercorn's logs to stderr as JSON lines."""
+    # No line shows the thread or the process: the logging module need not look them
+    # up for every record (its documented switches for that).
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
@@ -50,4 +70,10 @@ def configure_logging(level: str = "INFO") -> None:
 
 
 def log_event(message: str, level: int = logging.INFO, **fields: Any) -> None:
-    logger.log(level, message, extra={"fields": fields})
+    # The record is made here rather than by `Logger.log`, which would also walk the
+    # stack for the caller's file and line (no line shows them) and check `extra`'s
+    # names: every request logs a line.
+    if logger.isEnabledFor(level):
+        record = logger.makeRecord(logger.name, level, __file__, 0, message, (), None)
+        record.fields = fields
+        logger.handle(record)

@@ -7,10 +7,11 @@ grace period, then the root scope is cancelled and every part ends.
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from typing import Any
 
@@ -356,18 +357,29 @@ async def serve(
             # Hypercorn waits for open connections: the event streams end now (1001).
             service.event_streams.close_all()
 
-        async with trio.open_nursery() as nursery:
-            urls = await nursery.start(
-                partial(
-                    hypercorn_serve,
-                    create_app(service),
-                    config,
-                    shutdown_trigger=shutting_down,
-                    mode="asgi",
+        app = create_app(service)
+        with start_up_heap_frozen():
+            async with trio.open_nursery() as nursery:
+                urls = await nursery.start(
+                    partial(
+                        hypercorn_serve, app, config, shutdown_trigger=shutting_down, mode="asgi"
+                    )
                 )
-            )
-            task_status.started(Running(urls=urls, service=service))
+                task_status.started(Running(urls=urls, service=service))
     log_event("stopped")
+
+
+@contextmanager
+def start_up_heap_frozen() -> Iterator[None]:
+    """While serving, leave the objects made at start-up (modules, the app and its routes,
+    the schemas, the service's parts: some 100,000) out of the garbage collector's full
+    collections (`gc.freeze`), which otherwise walk them all every few hundred requests
+    (about 50 ms each, 5 % of a create's CPU). They are handed back on the way out."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _hand_over(sockets: Sockets) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
@@ -23,6 +22,7 @@ from .fields import (
     canonical_json,
     fail,
     one_of,
+    stored_metadata,
     validate,
 )
 from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
@@ -291,6 +291,8 @@ class CheckoutSessionWire(TypedDict):
 
 def to_json(session: CheckoutSession, public_url: str) -> CheckoutSessionWire:
     """The session as the API, the events and the dashboard show it (one serializer)."""
+    created, updated = session.created_at, session.updated_at
+    created_at = iso_ms(created)
     return {
         "id": session.id,
         "object": "checkout_session",
@@ -308,9 +310,10 @@ def to_json(session: CheckoutSession, public_url: str) -> CheckoutSessionWire:
         "success_url": session.success_url,
         "cancel_url": session.cancel_url,
         "external_reference": session.external_reference,
-        "metadata": json.loads(session.metadata_json),
+        "metadata": stored_metadata(session.metadata_json),
         "expires_at": iso_ms(session.expires_at),
-        "created_at": iso_ms(session.created_at),
-        "updated_at": iso_ms(session.updated_at),
+        "created_at": created_at,
+        # The same instant until the session changes: formatted once then.
+        "updated_at": created_at if updated == created else iso_ms(updated),
         "paid_at": iso_ms(session.paid_at) if session.paid_at is not None else None,
     }

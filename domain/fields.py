@@ -393,7 +393,15 @@ def email_address(value: str) -> str:
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, no spaces, UTF-8 kept: the form hashed and stored."""
+    if isinstance(value, dict) and not value:
+        return "{}"  # most resources' metadata, on every create: no encoder needed
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def stored_metadata(text: str) -> dict[str, Any]:
+    """The metadata object stored as `canonical_json` (a new object each time)."""
+    found: dict[str, Any] = {} if text == "{}" else json.loads(text)
+    return found
 
 
 def once(values: Any) -> str:

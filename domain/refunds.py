@@ -4,7 +4,6 @@ ledger entry an approval writes, and the wire form."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 import attrs
@@ -23,6 +22,7 @@ from .fields import (
     canonical_json,
     field_errors,
     one_of,
+    stored_metadata,
 )
 from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
 from .states import StateMachine, Transition
@@ -319,7 +319,7 @@ def to_json(refund: Refund) -> RefundWire:
         "checkout_session_id": refund.checkout_session_id,
         "transaction_id": refund.transaction_id,
         "reason": refund.reason,
-        "metadata": json.loads(refund.metadata_json),
+        "metadata": stored_metadata(refund.metadata_json),
         "created_at": iso_ms(refund.created_at),
         "reviewed_at": iso_ms(refund.reviewed_at) if refund.reviewed_at is not None else None,
         "updated_at": iso_ms(refund.updated_at),

@@ -3,7 +3,6 @@ form (the period arithmetic and the schedule are in `periods.py`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Annotated, Any, Literal
@@ -36,6 +35,7 @@ from .fields import (
     fail,
     field_errors,
     one_of,
+    stored_metadata,
 )
 from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
 from .states import StateMachine, Transition
@@ -500,7 +500,7 @@ def to_json(sub: Subscription, public_url: str) -> SubscriptionWire:
         "ended_at": _time_or_none(sub.ended_at),
         "ended_reason": sub.ended_reason,
         "test_clock": sub.test_clock_id,
-        "metadata": json.loads(sub.metadata_json),
+        "metadata": stored_metadata(sub.metadata_json),
         "created_at": iso_ms(sub.created_at),
         "updated_at": iso_ms(sub.updated_at),
     }

@@ -16,8 +16,10 @@ from urllib.parse import urlsplit
 import attrs
 import idna
 
-# RFC 1035 / 1123 labels: letters, digits and inner hyphens, 1 to 63 characters.
-_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+# RFC 1035 / 1123 labels: letters, digits and inner hyphens, 1 to 63 characters; a name
+# is one or more of them, dot-separated (one expression: every create checks two URLs).
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_DNS_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 # A WHATWG URL parser reads a host whose last label is a number as an IPv4 address
 # (`127.1`, `0x7f.1`); only the dotted-quad form means the same to every parser.
 _NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
@@ -48,7 +50,8 @@ class HttpUrl:
 
 def parse_http_url(value: str) -> HttpUrl:
     """The parts of an absolute http(s) URL; `UrlError` for anything else."""
-    if any(ch.isspace() or not ch.isprintable() for ch in value):
+    # Every white space character but the space itself is also unprintable.
+    if " " in value or not value.isprintable():
         raise UrlError(
             "Must be an absolute http or https URL without spaces or control characters."
         )
@@ -63,12 +66,13 @@ def parse_http_url(value: str) -> HttpUrl:
     userinfo, at, hostport = parts.netloc.rpartition("@")
     if at and not _USERINFO.fullmatch(userinfo):
         raise UrlError("Must have only URL characters in its user name and password.")
+    hostname = parts.hostname or ""
     if hostport.startswith("["):
-        host = _ipv6_host(parts.hostname or "")
-    elif _ends_in_number(parts.hostname or ""):
-        host = _ipv4_host(parts.hostname or "")
+        host = _ipv6_host(hostname)
+    elif _ends_in_number(hostname):
+        host = _ipv4_host(hostname)
     else:
-        host = dns_name(parts.hostname or "")
+        host = dns_name(hostname)
     return HttpUrl(scheme=scheme, host=host, port=port)
 
 
@@ -114,17 +118,14 @@ def dns_name(text: str) -> str:
             text = idna.encode(text, uts46=False).decode("ascii")
         except (idna.IDNAError, UnicodeError, ValueError):
             raise UrlError("Must have a host that is a valid DNS name (IDNA 2008).") from None
-    labels = text.split(".")
-    if (
-        len(text) > MAX_HOST
-        or _ends_in_number(text)
-        or not all(_LABEL.fullmatch(label) for label in labels)
-    ):
+    if len(text) > MAX_HOST or _ends_in_number(text) or not _DNS_NAME.fullmatch(text):
         raise UrlError(
             "Must have a host that is a DNS name (letters, digits and hyphens, "
             "dot-separated labels of 1 to 63 characters) or an IP address."
         )
-    for label in labels:
+    if "xn--" not in text:
+        return text
+    for label in text.split("."):
         if label.startswith("xn--"):
             try:
                 idna.decode(label)

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from fgcpay.domain import errors
-from quart import request
+from quart import g, request
 
 MAX_BODY_BYTES = 64 * 1024
 
@@ -81,6 +81,16 @@ def is_json_content_type(value: str | None) -> bool:
     )
 
 
+async def received() -> bytes:
+    """The request's whole body, read once: every read of Quart's cached body opens a
+    cancel scope for its timeout, so the plumbing keeps what it received
+    (`fgcpay.http.plumbing`, before any route runs) and the routes use that."""
+    data: bytes | None = getattr(g, "request_body", None)
+    if data is None:
+        data = await request.get_data(cache=True, as_text=False, parse_form_data=False)
+    return data
+
+
 async def json_object(*, allow_empty: bool = False) -> dict[str, Any]:
     """The request body as a JSON object.
 
@@ -91,7 +101,7 @@ async def json_object(*, allow_empty: bool = False) -> dict[str, Any]:
     the one place bodies are parsed, so no route ever sees such a value. With
     `allow_empty`, an absent body reads as `{}`.
     """
-    data = await request.get_data(cache=True, as_text=False, parse_form_data=False)
+    data = await received()
     if not data and allow_empty:
         return {}
     if not is_json_content_type(request.headers.get("Content-Type")):
@@ -124,7 +134,7 @@ async def json_object(*, allow_empty: bool = False) -> dict[str, Any]:
 
 async def no_body() -> None:
     """For operations that take no body: accept an empty one or `{}`."""
-    data = await request.get_data(cache=True, as_text=False, parse_form_data=False)
+    data = await received()
     if data.strip() in (b"", b"{}"):
         return
     body = await json_object()

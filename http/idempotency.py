@@ -36,10 +36,11 @@ from fgcpay.domain.idempotency import (
 )
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.storage import idempotency as idempotency_rows
-from quart import Response, g, request
+from quart import Request, Response, g, request
 
+from .body import received
 from .errors import api_error_response
-from .plumbing import current_service, principal
+from .plumbing import current_object, current_service, principal
 from .responses import JSON_TYPE, dump
 
 P = ParamSpec("P")
@@ -117,16 +118,18 @@ def _idempotent(
 ) -> Callable[P, Awaitable[Response]]:
     @wraps(handler)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> Response:
-        g.idempotency = None
-        key = request.headers.get(HEADER)
+        here = current_object(g)
+        asked: Request = current_object(request)
+        here.idempotency = None
+        key = asked.headers.get(HEADER)
         if key is None:
             return await handler(*args, **kwargs)
         problem = key_problem(key)
         if problem:
             raise errors.ValidationFailed([errors.FieldError(HEADER, problem)], problem)
         service = current_service()
-        raw = await request.get_data(cache=True, as_text=False, parse_form_data=False)
-        scope = Scope(principal().merchant.id, request.method, request.path, key)
+        raw = await received()
+        scope = Scope(principal().merchant.id, asked.method, asked.path, key)
         fingerprint = _fingerprint(raw)
         owner = secrets.token_hex(12)
         claim = await service.db.write(
@@ -146,7 +149,7 @@ def _idempotent(
             return _replay(claim.response, service.webhook_endpoints.box)
 
         box = service.webhook_endpoints.box if sealed else None
-        claimed = g.idempotency = Pending(scope, owner, box=box)
+        claimed = here.idempotency = Pending(scope, owner, box=box)
         try:
             try:
                 response = await handler(*args, **kwargs)

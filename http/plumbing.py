@@ -16,7 +16,7 @@ from fgcpay import metrics
 from fgcpay.domain import errors, ids
 from fgcpay.logs import log_event
 from fgcpay.server import BODY_TIMEOUT_SECONDS, MAX_HEADER_BYTES
-from quart import Response, g, request, websocket
+from quart import Request, Response, current_app, g, request, websocket
 from quart.typing import ResponseTypes
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
@@ -38,10 +38,15 @@ METRICS_ROUTE = "/metrics"
 
 
 def current_service() -> Service:
-    from quart import current_app
-
     service: Service = current_app.extensions["fgcpay"]
     return service
+
+
+def current_object(proxy: Any) -> Any:
+    """The object behind one of Quart's context proxies (`request`, `g`): every read
+    through a proxy looks its context up again (about a microsecond each), and a request
+    reads a few dozen attributes on its way through the hooks below and a route."""
+    return proxy._get_current_object()
 
 
 def principal() -> Principal:
@@ -63,16 +68,20 @@ def install(app: QuartTrio) -> None:
 
     @app.before_request
     async def _begin() -> None:
-        g.request_id = ids.request_id()
-        g.started = time.perf_counter()
-        g.principal = None
-        g.rate = None
-        path = request.path
+        here = current_object(g)
+        asked: Request = current_object(request)
+        here.request_id = ids.request_id()
+        here.started = time.perf_counter()
+        here.principal = None
+        here.rate = None
+        path = asked.path
         under_api = path.startswith(API_PREFIX)
         try:
-            _check_sizes()
+            if asked.content_length is not None and asked.content_length > MAX_BODY_BYTES:
+                raise errors.PayloadTooLarge("The request body is larger than 64 KiB.")
+            _check_head(asked.method, asked.scope)
             if under_api:
-                await _receive_body()
+                here.request_body = await _receive_body(asked)
         except (errors.ServiceError, HTTPException):
             if under_api:
                 # Answered before authentication: counted like a failed one, per address.
@@ -81,7 +90,7 @@ def install(app: QuartTrio) -> None:
         if path in PUBLIC_API_PATHS:
             await limit_by_address()
         elif under_api:
-            await _authenticate_and_limit(request.headers.getlist("Authorization"))
+            await _authenticate_and_limit(asked.headers.getlist("Authorization"))
 
     @app.before_websocket
     async def _begin_websocket() -> None:
@@ -95,7 +104,7 @@ def install(app: QuartTrio) -> None:
         g.rate = None
         if websocket.path.startswith(API_PREFIX):
             try:
-                _check_sizes(websocket.scope)
+                _check_head("GET", websocket.scope)
             except errors.ServiceError:
                 await limit_by_address(websocket.scope)
                 raise
@@ -114,37 +123,48 @@ def install(app: QuartTrio) -> None:
 
     @app.after_request
     async def _finish(response: Response) -> Response:
-        request_id = getattr(g, "request_id", "")
-        response.headers["Request-Id"] = request_id
-        verdict: Verdict | None = getattr(g, "rate", None)
+        here = current_object(g)
+        asked: Request = current_object(request)
+        headers = response.headers
+        headers["Request-Id"] = getattr(here, "request_id", "")
+        verdict: Verdict | None = getattr(here, "rate", None)
         if verdict is not None:
-            response.headers.update(rate_limit_headers(current_service().rate_limiter, verdict))
-        if request.path.startswith(API_PREFIX):
-            response.headers.setdefault("Cache-Control", "no-store")
+            headers.update(rate_limit_headers(current_service().rate_limiter, verdict))
+        path, method = asked.path, asked.method
+        if path.startswith(API_PREFIX):
+            headers.setdefault("Cache-Control", "no-store")
         status = response.status_code
-        rule = request.url_rule
+        rule = asked.url_rule
         route = rule.rule if rule is not None else metrics.UNMATCHED_ROUTE
-        started = getattr(g, "started", None)
+        started = getattr(here, "started", None)
         seconds = time.perf_counter() - started if started else None
-        metrics.request_answered(request.method, route, status, seconds)
+        metrics.request_answered(method, route, status, seconds)
         quiet = route == METRICS_ROUTE and status == 200
-        log_request(status, request.path, request.method, quiet=quiet)
+        _log_request(here, status, path, method, seconds, quiet)
         return response
 
 
 def log_request(status: int, path: str, method: str, quiet: bool = False, **more: Any) -> None:
     """The one log line of a request (of a websocket: as it ends, `more` saying how), at
     DEBUG when `quiet` (an answered scrape), else INFO."""
-    who: Principal | None = getattr(g, "principal", None)
-    started = getattr(g, "started", None)
+    here = current_object(g)
+    started = getattr(here, "started", None)
+    seconds = time.perf_counter() - started if started else None
+    _log_request(here, status, path, method, seconds, quiet, **more)
+
+
+def _log_request(
+    here: Any, status: int, path: str, method: str, seconds: float | None, quiet: bool, **more: Any
+) -> None:
+    who: Principal | None = getattr(here, "principal", None)
     log_event(
         "request",
         logging.DEBUG if quiet else logging.INFO,
-        request_id=getattr(g, "request_id", ""),
+        request_id=getattr(here, "request_id", ""),
         method=method,
         path=path,
         status=status,
-        duration_ms=round((time.perf_counter() - started) * 1000, 2) if started else None,
+        duration_ms=round(seconds * 1000, 2) if seconds is not None else None,
         merchant_id=who.merchant.id if who else None,
         **more,
     )
@@ -178,10 +198,11 @@ async def _authenticate_and_limit(
         # Failed attempts are limited per client address, so keys cannot be guessed fast.
         await limit_by_address(scope)
         raise
-    g.principal = found
-    g.rate = await service.rate_limiter.take("key:" + found.api_key.id)
-    if not g.rate.allowed:
-        raise errors.RateLimited(g.rate.retry_after)
+    here = current_object(g)
+    here.principal = found
+    here.rate = verdict = await service.rate_limiter.take("key:" + found.api_key.id)
+    if not verdict.allowed:
+        raise errors.RateLimited(verdict.retry_after)
     service.note_key_used(found.api_key)
 
 
@@ -193,32 +214,26 @@ def rate_limit_headers(limiter: RateLimiter, verdict: Verdict) -> dict[str, str]
     }
 
 
-def _check_sizes(socket_scope: Mapping[str, Any] | None = None) -> None:
-    """413 for a declared body over the limit, 431 for a request head over the limit
-    (a websocket handshake, `socket_scope`, has no body).
+def _check_head(method: str, scope: Mapping[str, Any]) -> None:
+    """431 for a request head over the limit (a request's, or a websocket handshake's).
 
     h11 refuses a head only while it is incomplete and over the limit, so a large head
     that arrived in one read is measured here, to make the limit exact.
     """
-    if socket_scope is None:
-        if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-            raise errors.PayloadTooLarge("The request body is larger than 64 KiB.")
-    scope = request.scope if socket_scope is None else socket_scope
-    method = request.method if socket_scope is None else "GET"
     head = len(method) + len(scope["raw_path"]) + len(scope["query_string"]) + 14
     head += sum(len(name) + len(value) + 4 for name, value in scope["headers"])
     if head > MAX_HEADER_BYTES:
         raise HeadersTooLarge()
 
 
-async def _receive_body() -> None:
+async def _receive_body(asked: Request) -> bytes:
     """Wait for the whole (bounded) body before any answer, so that an early answer
     (401, 429, a bad header) leaves the connection ready for the next request.
 
-    Quart buffers it anyway; the routes read it from that cache. Over 64 KiB it is 413,
-    and a body that stalls is 408 after `BODY_TIMEOUT_SECONDS`.
+    Quart buffers it anyway; the routes read it as kept in `g` (`body.received`). Over
+    64 KiB it is 413, and a body that stalls is 408 after `BODY_TIMEOUT_SECONDS`.
     """
-    await request.get_data(cache=True, as_text=False, parse_form_data=False)
+    return await asked.get_data(cache=True, as_text=False, parse_form_data=False)
 
 
 async def protocol_error_answer(

@@ -10,8 +10,12 @@ from quart import Response
 JSON_TYPE = "application/json"
 
 
+# One encoder for every answer (json.dumps with options builds a new one per call).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def dump(body: Any) -> str:
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(body)
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -4,7 +4,8 @@
 Repository functions are plain synchronous `def fn(tx, *args)`: the database is driven
 one way on both backends. `Database.read` and `Database.write` run them on threads that
 own the connections, never on the trio thread, and writes are committed in groups (one
-transaction per group, a savepoint per caller), so one fsync serves many callers.
+transaction per group, a savepoint per caller only when one of them fails), so one
+fsync serves many callers.
 """
 
 from __future__ import annotations

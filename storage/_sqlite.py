@@ -1,10 +1,14 @@
 """SQLite backend: WAL, synchronous=FULL, one writer thread that commits in groups.
 
 Every write request is queued to one writer thread (`GroupThread`). The writer drains
-whatever is queued, runs each caller's transaction inside its own SAVEPOINT (so one
-failure rolls back only that caller's work; the calls of a function with a batched form
-run as one call of it in one savepoint, and one by one should it fail), then commits the whole group with a single
-fsync and wakes each caller. A caller returns only after its own commit is durable.
+whatever is queued and runs every caller's transaction in one transaction, then commits
+the whole group with a single fsync and wakes each caller. A caller returns only after
+its own commit is durable. The callers run first one after the other with nothing
+between them (the calls of a function with a batched form as one call of it); should
+one of them raise, nothing of that round is kept and the group runs again with each
+caller alone inside its own SAVEPOINT, so one failure rolls back only that caller's
+work. Repository functions are plain SQL, so running one again after a rollback is
+safe (the PostgreSQL writer does the same).
 Reads queue the same way to one reader thread with a connection of its own, which runs
 each group of reads in one snapshot: in WAL mode a reader never waits for the writer, and
 the trio thread never waits for the file.
@@ -23,7 +27,7 @@ from fgcpay.metrics import ConnectionUse
 
 from ._database import DatabaseUnavailable, RepoFn, Row, StorageError, select_one
 from ._migrations import Migration, sqlite_apply_migrations
-from ._threads import GroupThread, Job, Run, run_many, runs_of
+from ._threads import GroupThread, Job, run_many, runs_of
 
 # Primary result codes that mean the file cannot be written or reached now, not that the
 # statement is wrong: busy beyond the timeout, locked, read-only, I/O error, disk full,
@@ -234,10 +238,14 @@ class SqliteDatabase:
         tx = SqliteTx(conn)
         try:
             conn.execute("BEGIN IMMEDIATE")
-            for run in runs_of(batch):
-                if run.many is None or not self._run_many(conn, tx, run):
-                    for job in run.jobs:
-                        self._run_job(conn, tx, job)
+            if not self._run_plainly(tx, batch):
+                # A caller raised: nothing of this round is kept, and the group runs
+                # again with each caller in a savepoint, so only that caller's work is lost.
+                _rollback_quietly(conn)
+                tx = SqliteTx(conn)
+                conn.execute("BEGIN IMMEDIATE")
+                for job in batch:
+                    self._run_job(conn, tx, job)
             conn.execute("COMMIT")
             self._tell_listeners(tx.notices)
         except sqlite3.Error as error:
@@ -252,22 +260,23 @@ class SqliteDatabase:
                     job.error, job.result = failure, None
 
     @staticmethod
-    def _run_many(conn: sqlite3.Connection, tx: SqliteTx, run: Run) -> bool:
-        """Run a batch as one call of its batched form in a savepoint: False, with nothing
-        of it kept, when that raised (its jobs are then run one by one, so each caller
-        hears its own answer)."""
-        conn.execute("SAVEPOINT batch")
+    def _run_plainly(tx: SqliteTx, batch: list[Job]) -> bool:
+        """Every caller's call in turn, with no savepoint each: two statements fewer per
+        caller, and each statement costs the writer thread the GIL (released while SQLite
+        works, taken back after), which the trio thread holds most of the time. False,
+        with no result kept, when a call raised (the caller hears it from the round with
+        savepoints, which raises it again)."""
         try:
-            run_many(run, tx)
-        except Exception:
-            if not conn.in_transaction:
-                raise  # SQLite rolled back the whole group: fail it all
-            conn.execute("ROLLBACK TO batch")
-            conn.execute("RELEASE batch")
-            for job in run.jobs:
+            for run in runs_of(batch):
+                if run.many is not None:
+                    run_many(run, tx)
+                else:
+                    job = run.jobs[0]
+                    job.result = job.fn(tx, *job.args, **job.kwargs)
+        except BaseException:
+            for job in batch:
                 job.result = None
             return False
-        conn.execute("RELEASE batch")
         return True
 
     @staticmethod

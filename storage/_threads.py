@@ -170,9 +170,9 @@ _STOP = object()
 class GroupThread:
     """One thread that takes every call queued so far and hands them, as one group, to
     `run_group`, which must run each job and set its `result` or `error`. For writes it
-    runs each job in a savepoint of its own (one caller's error rolls back only that
-    caller's work) and commits once; a caller returns only after its own commit is
-    durable. One thread hop serves the whole group, which under load costs far less CPU
+    runs the jobs in one transaction (again with a savepoint each when one raises, so
+    that one caller's error rolls back only that caller's work) and commits once; a
+    caller returns only after its own commit is durable. One thread hop serves the whole group, which under load costs far less CPU
     than a worker thread per call (measured on SQLite: 530 against 350-410 creates/s)."""
 
     def __init__(self, name: str, role: str, run_group: Callable[[list[Job]], None]) -> None:

@@ -1,4 +1,5 @@
-"""Group commit on PostgreSQL: two processes' writers that deadlock each other.
+"""Group commit: a caller that fails in a group (both backends), and two processes'
+writers that deadlock each other (PostgreSQL).
 
 Each process commits its callers' writes in groups, so a group holds the row locks of
 all its callers until it commits. Two processes can then wait on each other; PostgreSQL
@@ -80,12 +81,12 @@ def _insert(tx: Tx, counter_id: int) -> int:
     return counter_id
 
 
-async def test_a_failing_caller_loses_only_its_own_work(postgres_url: str) -> None:
+async def test_a_failing_caller_loses_only_its_own_work(database_url: str) -> None:
     """A group runs first without a savepoint per caller; one caller failing sends it
     round again with savepoints, so only that caller's work is lost."""
     entered, gate = threading.Event(), threading.Event()
     results: dict[str, Any] = {}
-    async with open_database(postgres_url, 3) as db:
+    async with open_database(database_url, 3) as db:
         await db.write(_create)
 
         async def write(name: str, *args: Any) -> None:
@@ -103,5 +104,6 @@ async def test_a_failing_caller_loses_only_its_own_work(postgres_url: str) -> No
                     nursery.start_soon(write, name, _insert, counter_id)
                     await trio.testing.wait_all_tasks_blocked()
                 gate.set()
-        assert results == {"gate": None, "before": 10, "clash": "UniqueViolation", "after": 11}
+        clash = "UniqueViolation" if db.dialect == "postgresql" else "IntegrityError"
+        assert results == {"gate": None, "before": 10, "clash": clash, "after": 11}
         assert sorted(await db.read(_values)) == [1, 2, 10, 11]
