@@ -19,7 +19,7 @@ FIGURES = {
     "cpu": Spec("service CPU per create", "ms"),
     "scaling": Spec("creates, 2 workers / 1 worker", "x", {"postgres": 1.8}, higher=True),
 }  # fmt: skip
-FULL = {"seconds": 15.0, "warmup": 3.0, "connections": 64, "rounds": 1, "profile_seconds": 10}
+FULL = {"seconds": 10.0, "warmup": 3.0, "connections": 64, "rounds": 3, "profile_seconds": 10}
 QUICK = {"seconds": 2.0, "warmup": 0.5}
 
 
