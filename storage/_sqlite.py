@@ -238,7 +238,7 @@ class SqliteDatabase:
         tx = SqliteTx(conn)
         try:
             conn.execute("BEGIN IMMEDIATE")
-            if not self._run_plainly(tx, batch):
+            if not self._run_plainly(conn, tx, batch):
                 # A caller raised: nothing of this round is kept, and the group runs
                 # again with each caller in a savepoint, so only that caller's work is lost.
                 _rollback_quietly(conn)
@@ -260,12 +260,14 @@ class SqliteDatabase:
                     job.error, job.result = failure, None
 
     @staticmethod
-    def _run_plainly(tx: SqliteTx, batch: list[Job]) -> bool:
+    def _run_plainly(conn: sqlite3.Connection, tx: SqliteTx, batch: list[Job]) -> bool:
         """Every caller's call in turn, with no savepoint each: two statements fewer per
         caller, and each statement costs the writer thread the GIL (released while SQLite
         works, taken back after), which the trio thread holds most of the time. False,
         with no result kept, when a call raised (the caller hears it from the round with
-        savepoints, which raises it again)."""
+        savepoints, which raises it again), or left the transaction rolled back (SQLite
+        does that by itself on a full disk or an I/O error): the next caller must not run
+        outside it, where each statement would commit by itself."""
         try:
             for run in runs_of(batch):
                 if run.many is not None:
@@ -273,15 +275,20 @@ class SqliteDatabase:
                 else:
                     job = run.jobs[0]
                     job.result = job.fn(tx, *job.args, **job.kwargs)
+                if not conn.in_transaction:
+                    break
+            else:
+                return True
         except BaseException:
-            for job in batch:
-                job.result = None
-            return False
-        return True
+            pass
+        for job in batch:
+            job.result = None
+        return False
 
     @staticmethod
     def _run_job(conn: sqlite3.Connection, tx: SqliteTx, job: Job) -> None:
         conn.execute("SAVEPOINT job")
+        announced = len(tx.notices)  # a failed caller's announcements go with its work
         try:
             job.result = job.fn(tx, *job.args, **job.kwargs)
         except sqlite3.Error as error:
@@ -290,7 +297,9 @@ class SqliteDatabase:
             if not conn.in_transaction:
                 raise  # SQLite rolled back the whole group: fail it all
             conn.execute("ROLLBACK TO job")
+            del tx.notices[announced:]
         except BaseException as error:  # handed to the caller, never swallowed
             job.error = error
             conn.execute("ROLLBACK TO job")
+            del tx.notices[announced:]
         conn.execute("RELEASE job")

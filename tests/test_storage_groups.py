@@ -13,6 +13,7 @@ repository functions run on the writer threads, so threading events order them.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -107,3 +108,78 @@ async def test_a_failing_caller_loses_only_its_own_work(database_url: str) -> No
         clash = "UniqueViolation" if db.dialect == "postgresql" else "IntegrityError"
         assert results == {"gate": None, "before": 10, "clash": clash, "after": 11}
         assert sorted(await db.read(_values)) == [1, 2, 10, 11]
+
+
+def _rolled_back_and_swallowed(tx: Tx) -> str:
+    # What SQLite does by itself on a full disk or an I/O error (the whole transaction
+    # rolled back), by a caller that then goes on as if nothing had happened.
+    tx.execute("INSERT INTO counters (id, value) VALUES (20, 0)")
+    tx.execute("ROLLBACK")
+    return "swallowed"
+
+
+async def _one_group(db: Any, calls: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
+    """Run `calls` (name -> function and arguments) as one group, in order, behind a gate;
+    each name's result, or its error's class name."""
+    entered, gate = threading.Event(), threading.Event()
+    results: dict[str, Any] = {}
+
+    async def write(name: str, *args: Any) -> None:
+        try:
+            results[name] = await db.write(*args)
+        except Exception as error:
+            results[name] = type(error).__name__
+
+    with trio.fail_after(WAIT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(write, "gate", _gate, entered, gate)
+            assert await trio.to_thread.run_sync(entered.wait, WAIT)
+            for name, call in calls.items():
+                nursery.start_soon(write, name, *call)
+                await trio.testing.wait_all_tasks_blocked()
+            gate.set()
+    del results["gate"]
+    return results
+
+
+async def test_a_caller_that_hides_a_rolled_back_transaction_fails_its_whole_group(
+    tmp_path: Path,
+) -> None:
+    """SQLite: the callers after it must not run outside the transaction (each statement
+    would then commit by itself): nothing of the group is kept, and every caller hears it."""
+    async with open_database(f"sqlite:///{tmp_path}/groups.sqlite3", 3) as db:
+        await db.write(_create)
+        results = await _one_group(
+            db, {"hider": (_rolled_back_and_swallowed,), "after": (_insert, 11)}
+        )
+        assert "swallowed" not in results.values() and 11 not in results.values()
+        assert sorted(await db.read(_values)) == [1, 2]
+
+
+def _announce(tx: Tx, payload: str, fail: bool = False) -> str:
+    tx.notify("groups", payload)
+    if fail:
+        raise ValueError("this caller fails after its announcement")
+    return payload
+
+
+async def test_a_failed_callers_announcement_is_not_heard(database_url: str) -> None:
+    heard: list[str] = []
+    kept = trio.Event()
+
+    def hear(payload: str) -> None:
+        heard.append(payload)
+        if payload == "kept":
+            kept.set()
+
+    async with open_database(database_url, 3) as db, trio.open_nursery() as nursery:
+        await db.write(_create)
+        await nursery.start(db.listen, {"groups": hear}, lambda: None)
+        results = await _one_group(
+            db, {"failed": (_announce, "failed", True), "kept": (_announce, "kept")}
+        )
+        assert results == {"failed": "ValueError", "kept": "kept"}
+        with trio.fail_after(WAIT):
+            await kept.wait()  # the notices of one commit are handed over in order
+        assert heard == ["kept"]
+        nursery.cancel_scope.cancel()
