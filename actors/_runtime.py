@@ -6,7 +6,8 @@
 - Bounded mailboxes (`trio.open_memory_channel`); `ask` waits for a reply with a timeout
   (503 `service_unavailable` when it lapses), `tell` does not wait for one.
 - Passivation: an actor idle for `idle_seconds` with an empty mailbox ends and leaves the
-  registry, in one step with no checkpoint in between, closing its mailbox. A sender that
+  registry (at once, once its mailbox is empty, when its behaviour says its state is
+  `resting`: a paid session, an id that does not exist), in one step with no checkpoint in between, closing its mailbox. A sender that
   raced it finds the mailbox closed and delivers to a fresh activation instead, so a
   message is never lost and never delivered twice. An ask with `passivate=True` (a
   timer's sweep, a test clock's advance: thousands of ids touched once) ends the actor
@@ -59,6 +60,13 @@ class Behaviour(Protocol[S]):
         Raising a `ServiceError` answers the asker with it and keeps the actor as it was;
         any other exception is a crash.
         """
+        ...
+
+    def resting(self, state: S) -> bool:
+        """True when nothing is expected to follow for an actor in `state` (a final state,
+        an id that does not exist): it ends as soon as its mailbox is empty rather than
+        after `idle_seconds`, so that ids paid or ended once hold no memory. A later
+        message activates it again from storage."""
         ...
 
 
@@ -302,7 +310,7 @@ class ActorHost:
                             with trio.move_on_after(self.idle_seconds):
                                 current = await actor.mailbox.receive()
                         if current is None:
-                            if actor.mailbox.statistics().current_buffer_used == 0:
+                            if _empty(actor):
                                 return  # passivate; `finally` closes the mailbox at once
                             continue
                         try:
@@ -314,7 +322,9 @@ class ActorHost:
                             if current.reply is not None:
                                 current.reply.answer(value)
                             failures = 0
-                        if _done_with(actor, current):
+                        if _done_with(actor, current) or (
+                            behaviour.resting(state) and _empty(actor)
+                        ):
                             return  # passivate; `finally` closes the mailbox at once
                 except Exception as crash:
                     # One message crashed it: restart from storage at once, that message
@@ -388,11 +398,13 @@ def _done_with(actor: _Actor[Any], handled: _Envelope) -> bool:
     sender asked for that, and nothing else waits in the mailbox (no sender is blocked
     either: one blocks only on a full mailbox). The caller returns at once, so with no
     checkpoint in between, `_retire` closes the mailbox: a later sender activates afresh."""
-    return (
-        handled.passivate
-        and handled.activated
-        and actor.mailbox.statistics().current_buffer_used == 0
-    )
+    return handled.passivate and handled.activated and _empty(actor)
+
+
+def _empty(actor: _Actor[Any]) -> bool:
+    """Nothing waits in the mailbox (and no sender is blocked: one blocks only on a full
+    mailbox)."""
+    return actor.mailbox.statistics().current_buffer_used == 0
 
 
 def _unavailable(until: float) -> errors.Unavailable:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .refunds import RefundDesk
 
 KIND = "checkout_session"
+_FINAL = checkout.STATES.final  # paid, expired: a customer's next request is a read
 ROWS = OwnedRows("cs_test_", "checkout session", checkout_sessions.of_merchant)
 
 
@@ -100,6 +101,10 @@ class CheckoutSessionActor:
 
     async def activate(self, actor_id: str) -> CheckoutSession | None:
         return await self.db.read(checkout_sessions.by_id, actor_id)
+
+    def resting(self, state: CheckoutSession | None) -> bool:
+        # A refund of the payment, rarer, activates it again.
+        return state is None or state.status in _FINAL
 
     async def receive(
         self, actor_id: str, state: CheckoutSession | None, message: Any

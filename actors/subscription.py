@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .refunds import RefundDesk
 
 KIND = "subscription"
+_FINAL = subscriptions.STATES.final
 ROWS = OwnedRows(
     subscriptions.SUBSCRIPTION_PREFIX,
     "subscription",
@@ -136,6 +137,10 @@ class SubscriptionActor:
 
     async def activate(self, actor_id: str) -> Subscription | None:
         return await self.db.read(subscription_rows.by_id, actor_id)
+
+    def resting(self, state: Subscription | None) -> bool:
+        # Cancelled or ended: only a refund of a charge, rarer, activates it again.
+        return state is None or state.status in _FINAL
 
     async def receive(
         self, actor_id: str, state: Subscription | None, message: Any

@@ -13,6 +13,7 @@ from fgcpay.actors import ActorHost
 from fgcpay.domain import errors
 
 IDLE = 10.0
+FINAL = 100  # a counter at or above it is done with, as a paid session is
 
 
 @attrs.frozen
@@ -51,6 +52,9 @@ class Counter:
     async def activate(self, actor_id: str) -> int:
         self.activations += 1
         return self.saved.get(actor_id, 0)
+
+    def resting(self, state: int) -> bool:
+        return state >= FINAL  # as a session once paid
 
     async def receive(self, actor_id: str, state: int, message: Any) -> tuple[int, Any]:
         self.in_receive += 1
@@ -156,6 +160,35 @@ async def test_an_ask_that_passivates_ends_the_actor_it_started_right_after(
     mock_clock.jump(IDLE - 0.001)
     await trio.testing.wait_all_tasks_blocked()
     assert host.live == 1
+
+
+async def test_an_actor_in_a_final_state_ends_once_its_mailbox_is_empty(
+    host: ActorHost, counter: Counter, mock_clock: trio.testing.MockClock
+) -> None:
+    assert await host.ask("counter", "a", Add(1)) == 1
+    await trio.testing.wait_all_tasks_blocked()
+    assert host.live == 1  # not final: it stays for its idle time
+    assert await host.ask("counter", "a", Add(FINAL)) == FINAL + 1
+    await trio.testing.wait_all_tasks_blocked()
+    assert host.live == 0  # at once: no time has passed on the mock clock
+    assert await host.ask("counter", "a", Add(1)) == FINAL + 2  # state came back from storage
+    assert counter.activations == 2
+
+
+async def test_an_actor_in_a_final_state_stays_while_messages_wait(
+    host: ActorHost, counter: Counter, mock_clock: trio.testing.MockClock
+) -> None:
+    counter.saved["a"] = FINAL
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(host.ask, "counter", "a", Held())
+        await trio.testing.wait_all_tasks_blocked()  # the actor is in Held
+        for _ in range(3):
+            nursery.start_soon(host.ask, "counter", "a", Add(1))  # waiting behind it
+        await trio.testing.wait_all_tasks_blocked()
+        counter.gate.set()
+    await trio.testing.wait_all_tasks_blocked()
+    assert counter.saved["a"] == FINAL + 3 and counter.activations == 1  # one activation
+    assert host.live == 0
 
 
 async def test_an_ask_that_passivates_leaves_an_actor_it_did_not_start(
@@ -329,6 +362,9 @@ class Broken:
         if not self.fixed:
             raise RuntimeError("database down")
         return 7
+
+    def resting(self, state: int) -> bool:
+        return False
 
     async def receive(self, actor_id: str, state: int, message: Any) -> tuple[int, Any]:
         return state, state

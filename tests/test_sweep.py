@@ -31,6 +31,9 @@ class Items:
     async def activate(self, actor_id: str) -> None:
         return None
 
+    def resting(self, state: None) -> bool:
+        return False
+
     async def receive(self, actor_id: str, state: None, message: Any) -> tuple[None, None]:
         await trio.lowlevel.checkpoint()  # a write's wait: other tasks interleave
         self.handled[actor_id] += 1
