@@ -19,11 +19,23 @@ from .minihttp import Connection, Response
 
 _TOKEN = re.compile(rb'name="csrf_token" value="([^"]+)"')
 CUSTOMER = {"customer_code": "TEST-0001", "pin": "1234"}  # a customer whose payments succeed
+# The service checks at most five PINs of one customer code at a merchant at once (more are
+# refused, 400, "being checked in another payment"): customers paying at once are spread
+# over merchants, this many to each.
+PAYERS_PER_MERCHANT = 4
+_ALERT = re.compile(rb'role="alert"[^>]*>\s*([^<]+)')
+
+
+def merchants_for(payers: int) -> int:
+    """How many merchants `payers` customers paying at once need."""
+    return -(-payers // PAYERS_PER_MERCHANT)
 
 
 def expect(r: Response, status: int, what: str) -> Response:
     if r.status != status:
-        raise RuntimeError(f"{what} answered {r.status}: {r.body[:300]!r}")
+        alert = _ALERT.search(r.body)  # a page's refusal: its message, not its head
+        shown = alert.group(1).strip() if alert else r.body[:300]
+        raise RuntimeError(f"{what} answered {r.status}: {shown!r}")
     return r
 
 

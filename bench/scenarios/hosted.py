@@ -16,6 +16,7 @@ from ..clients import (
     confirm,
     create,
     in_parallel,
+    merchants_for,
     open_page,
     owner_of,
     tail,
@@ -109,8 +110,11 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
             ctx.profiles.append(await profile(
                 f"push-{b.name}", server.pids(), p.profile_seconds, b.cwd,
                 lambda: pushes(server.port, key, 100_000, 0, server.pids()), idle=True))  # fmt: skip
+        # Customer i pays pages i, i + customers, ...: all of one merchant's.
+        keys = [b.merchant(n + 1)[1] for n in range(merchants_for(p.customers))]
         maker = Connection("127.0.0.1", server.port)
-        pages = [await create(maker, key) for _ in range(p.customers * p.per_customer)]
+        pages = [await create(maker, keys[i % len(keys)])
+                 for i in range(p.customers * p.per_customer)]  # fmt: skip
         await maker.aclose()
         await quiet()
         with Window(server.pid, b.db_pid) as window:

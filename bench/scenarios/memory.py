@@ -8,7 +8,7 @@ from typing import Any
 
 import trio
 
-from ..clients import confirm, create, expect, in_parallel, open_page
+from ..clients import confirm, create, expect, in_parallel, merchants_for, open_page
 from ..core import CREATE_PATH, Backend, Window, quiet, rss_mib
 from ..minihttp import Connection
 from ..suite import Ctx, Spec
@@ -25,13 +25,15 @@ FULL = {"sessions": 100_000, "warmup": 500, "clients": 32, "settle": 70.0, "acto
 QUICK = {"sessions": 1000, "warmup": 100, "clients": 16, "settle": 3.0, "actor_idle": 1.0}
 
 
-async def touch(port: int, key: str, count: int, clients: int) -> list[float]:
-    """`count` sessions created, read and paid from `clients` connections; when each was done."""
+async def touch(port: int, keys: list[str], count: int, clients: int) -> list[float]:
+    """`count` sessions created, read and paid from `clients` connections, client i as
+    merchant `keys[i % len(keys)]`; when each was done."""
     done: list[float] = []
     left = iter(range(count))
-    headers = {"Authorization": f"Bearer {key}"}
 
-    async def client(_: int) -> None:
+    async def client(i: int) -> None:
+        key = keys[i % len(keys)]
+        headers = {"Authorization": f"Bearer {key}"}
         conn = Connection("127.0.0.1", port)
         for _ in left:
             page = await create(conn, key)
@@ -47,16 +49,16 @@ async def touch(port: int, key: str, count: int, clients: int) -> list[float]:
 
 
 async def run(ctx: Ctx, b: Backend, p: Any) -> None:
-    _, key = b.merchant()
+    keys = [b.merchant(n)[1] for n in range(merchants_for(p.clients))]
     seconds = str(p.actor_idle or 60.0)  # 60 s: the service's default
     async with b.serve(FGCPAY_ACTOR_IDLE_SECONDS=seconds) as server:
         pids = server.all_pids()
         fresh = [rss_mib(pid) for pid in pids]
-        await touch(server.port, key, p.warmup, p.clients)
+        await touch(server.port, keys, p.warmup, p.clients)
         idle = [rss_mib(pid) for pid in pids]
         await quiet()
         with Window(server.pid, b.db_pid) as window:
-            done = await touch(server.port, key, p.sessions, p.clients)
+            done = await touch(server.port, keys, p.sessions, p.clients)
         after = [rss_mib(pid) for pid in pids]
         await trio.sleep(p.settle)
         settled = [rss_mib(pid) for pid in pids]
