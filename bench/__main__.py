@@ -19,6 +19,7 @@ import importlib
 import json
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -121,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     ctx = Ctx(work, args.quick, profile, specs())
     info = machine() | {"command": "python -m bench " + shlex.join(argv), "quick": args.quick}
     cluster, failed = None, []
+
+    def save() -> None:  # after each part too: a run stopped midway keeps what it measured
+        if args.json:
+            args.json.write_text(json.dumps(ctx.as_json(info), indent=1))
+
+    # `kill` stops a run as Ctrl-C does: its servers and cluster stopped, not left behind.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         if "postgres" in backends:
             cluster = core.durable_cluster()
@@ -133,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                 except Exception:  # the others still run
                     failed.append(f"{name} on {backend}")
                     core.log(f"{name} on {backend} FAILED:\n{traceback.format_exc()}")
+                save()
             print(f"\n## {name}\n\n{table(ctx.specs, [f for f in ctx.figures if f.scenario == name])}\n",
                   flush=True)  # fmt: skip
     except KeyboardInterrupt:
@@ -145,8 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         print(machine_line(info))
         for text in ctx.profiles:
             print(f"\n{text}")
-        if args.json:
-            args.json.write_text(json.dumps(ctx.as_json(info), indent=1))
+        save()
         if args.keep:
             core.log(f"kept {work}")
         else:
