@@ -82,42 +82,6 @@ def _insert(tx: Tx, counter_id: int) -> int:
     return counter_id
 
 
-async def test_a_failing_caller_loses_only_its_own_work(database_url: str) -> None:
-    """A group runs first without a savepoint per caller; one caller failing sends it
-    round again with savepoints, so only that caller's work is lost."""
-    entered, gate = threading.Event(), threading.Event()
-    results: dict[str, Any] = {}
-    async with open_database(database_url, 3) as db:
-        await db.write(_create)
-
-        async def write(name: str, *args: Any) -> None:
-            try:
-                results[name] = await db.write(*args)
-            except Exception as error:
-                results[name] = type(error).__name__
-
-        with trio.fail_after(WAIT):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(write, "gate", _gate, entered, gate)
-                assert await trio.to_thread.run_sync(entered.wait, WAIT)
-                # Queued behind the gate, in this order, as one group.
-                for name, counter_id in (("before", 10), ("clash", 1), ("after", 11)):
-                    nursery.start_soon(write, name, _insert, counter_id)
-                    await trio.testing.wait_all_tasks_blocked()
-                gate.set()
-        clash = "UniqueViolation" if db.dialect == "postgresql" else "IntegrityError"
-        assert results == {"gate": None, "before": 10, "clash": clash, "after": 11}
-        assert sorted(await db.read(_values)) == [1, 2, 10, 11]
-
-
-def _rolled_back_and_swallowed(tx: Tx) -> str:
-    # What SQLite does by itself on a full disk or an I/O error (the whole transaction
-    # rolled back), by a caller that then goes on as if nothing had happened.
-    tx.execute("INSERT INTO counters (id, value) VALUES (20, 0)")
-    tx.execute("ROLLBACK")
-    return "swallowed"
-
-
 async def _one_group(db: Any, calls: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
     """Run `calls` (name -> function and arguments) as one group, in order, behind a gate;
     each name's result, or its error's class name."""
@@ -140,6 +104,27 @@ async def _one_group(db: Any, calls: dict[str, tuple[Any, ...]]) -> dict[str, An
             gate.set()
     del results["gate"]
     return results
+
+
+async def test_a_failing_caller_loses_only_its_own_work(database_url: str) -> None:
+    """A group runs first without a savepoint per caller; one caller failing sends it
+    round again with savepoints, so only that caller's work is lost."""
+    async with open_database(database_url, 3) as db:
+        await db.write(_create)
+        results = await _one_group(
+            db, {"before": (_insert, 10), "clash": (_insert, 1), "after": (_insert, 11)}
+        )
+        clash = "UniqueViolation" if db.dialect == "postgresql" else "IntegrityError"
+        assert results == {"before": 10, "clash": clash, "after": 11}
+        assert sorted(await db.read(_values)) == [1, 2, 10, 11]
+
+
+def _rolled_back_and_swallowed(tx: Tx) -> str:
+    # What SQLite does by itself on a full disk or an I/O error (the whole transaction
+    # rolled back), by a caller that then goes on as if nothing had happened.
+    tx.execute("INSERT INTO counters (id, value) VALUES (20, 0)")
+    tx.execute("ROLLBACK")
+    return "swallowed"
 
 
 async def test_a_caller_that_hides_a_rolled_back_transaction_fails_its_whole_group(
