@@ -6,10 +6,10 @@
 - Bounded mailboxes (`trio.open_memory_channel`); `ask` waits for a reply with a timeout
   (503 `service_unavailable` when it lapses), `tell` does not wait for one.
 - Passivation: an actor idle for `idle_seconds` with an empty mailbox ends and leaves the
-  registry (at once, once its mailbox is empty, when its behaviour says its state is
-  `resting`: a paid session, an id that does not exist), in one step with no checkpoint in between, closing its mailbox. A sender that
-  raced it finds the mailbox closed and delivers to a fresh activation instead, so a
-  message is never lost and never delivered twice. An ask with `passivate=True` (a
+  registry, in one step with no checkpoint in between, closing its mailbox; at once when
+  its mailbox is empty, if its behaviour says its state is `resting` (a paid session, an
+  id that does not exist). A sender that raced it finds the mailbox closed and delivers
+  to a fresh activation instead, so a message is never lost and never delivered twice. An ask with `passivate=True` (a
   timer's sweep, a test clock's advance: thousands of ids touched once) ends the actor
   the same way right after that message, when the message started it and nothing else
   is waiting, so a sweep leaves no idle actors behind to hold memory for `idle_seconds`.
