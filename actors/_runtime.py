@@ -9,10 +9,11 @@
   registry, in one step with no checkpoint in between, closing its mailbox; at once when
   its mailbox is empty, if its behaviour says its state is `resting` (a paid session, an
   id that does not exist). A sender that raced it finds the mailbox closed and delivers
-  to a fresh activation instead, so a message is never lost and never delivered twice. An ask with `passivate=True` (a
-  timer's sweep, a test clock's advance: thousands of ids touched once) ends the actor
-  the same way right after that message, when the message started it and nothing else
-  is waiting, so a sweep leaves no idle actors behind to hold memory for `idle_seconds`.
+  to a fresh activation instead, so a message is never lost and never delivered twice.
+  An ask with `passivate=True` (a timer's sweep, a test clock's advance: thousands of ids
+  touched once) ends the actor the same way right after that message, when the message
+  started it and nothing else is waiting, so a sweep leaves no idle actors behind to
+  hold memory for `idle_seconds`.
 - An asker that has just read the actor's state from storage (a sweep reads its due rows
   whole) may hand it over (`loaded`): an activation by that ask starts from it instead of
   reading it again. A state that is stale by then is harmless, as any state held in
