@@ -40,13 +40,14 @@ from helpers import (
     Server,
     add_endpoint,
     clock_record,
+    create,
     make_settings,
     parse_metrics,
     scrape,
     start_server,
     subscription_record,
 )
-from hosted import paid_session
+from hosted import Customer, paid_session
 from receiver import start_receiver
 
 CREATE = {"method": "POST", "route": "/api/v1/checkout/sessions"}
@@ -61,6 +62,11 @@ async def test_a_payment_moves_the_request_and_delivery_counters(
     await add_endpoint(merchant, receiver.url)
     dispatcher = server.running.service.dispatcher
     attempts = dispatcher.attempts
+    # A session whose confirm was refused keeps its actor (the customer may try again).
+    refused = await create(merchant)
+    customer = Customer(server)
+    assert (await customer.pay(refused["id"], pin="0000")).status_code == 400
+    await customer.close()
     before = await scrape(server.url)
 
     session = await paid_session(server, merchant)  # created, then paid on the hosted page
@@ -97,7 +103,8 @@ async def test_a_payment_moves_the_request_and_delivery_counters(
     assert after.value("fgcpay_webhook_oldest_due_delivery_age_seconds") == 0
     assert after.value("fgcpay_timer_lag_seconds", timer="expiry") == 0
     assert after.value("fgcpay_timer_lag_seconds", timer="renewal") == 0
-    assert after.value("fgcpay_actors_live", kind="checkout_session") >= 1  # the paid session's
+    # The refused session's actor; the paid session's ended once paid (it rests).
+    assert after.value("fgcpay_actors_live", kind="checkout_session") == 1
     assert ("fgcpay_actors_live", frozenset({("kind", "subscription")})) in after.samples
     assert after.value("fgcpay_actor_mailbox_messages") == 0
     assert after.value("fgcpay_processes") == 1
@@ -122,6 +129,11 @@ async def test_a_failed_attempt_counts_as_a_retry_and_stays_in_the_backlog(
     await add_endpoint(merchant, receiver.url)
     dispatcher = server.running.service.dispatcher
     attempts = dispatcher.attempts
+    # A session whose confirm was refused keeps its actor (the customer may try again).
+    refused = await create(merchant)
+    customer = Customer(server)
+    assert (await customer.pay(refused["id"], pin="0000")).status_code == 400
+    await customer.close()
     before = await scrape(server.url)
 
     await paid_session(server, merchant)
