@@ -13,6 +13,7 @@ import trio.testing
 from fgcpay.actors import authorization as outcomes
 from fgcpay.actors import checkout_session
 from fgcpay.actors.subscription import APPROVED
+from fgcpay.actors.subscription import KIND as SUBSCRIPTION
 from fgcpay.clock import TrioClock
 from fgcpay.domain import errors, transactions
 from fgcpay.domain import subscriptions as subs
@@ -410,6 +411,9 @@ async def test_cancelling_a_live_subscription_cancels_it_with_its_event(
     assert types_and_sequences(await events_of(server.db, record.id)) == [
         ("subscription.cancelled", record.version + 1)
     ]
+    # Cancelled is final: its actor ended once the cancel was handled, not after idling.
+    await trio.testing.wait_all_tasks_blocked()
+    assert service.actors.load().live[SUBSCRIPTION] == 0
 
 
 @pytest.mark.parametrize("status", [subs.CANCELLED, subs.ENDED])
