@@ -5,14 +5,17 @@ Repository functions are plain synchronous `def fn(tx, *args)`: the database is 
 one way on both backends. `Database.read` and `Database.write` run them on threads that
 own the connections, never on the trio thread, and writes are committed in groups (one
 transaction per group, a savepoint per caller only when one of them fails), so one
-fsync serves many callers.
+fsync serves many callers. A function may declare a batched form (`batched`), and the
+keys of the rows it locks that a caller in another process may lock too (`locks`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+import attrs
 import trio
 from fgcpay.metrics import ConnectionUse
 
@@ -81,6 +84,96 @@ def batched(many: ManyFn) -> Callable[[F], F]:
 
 def batched_form(fn: object) -> ManyFn | None:
     return _MANY.get(fn)
+
+
+# -- the lock order -----------------------------------------------------------------------
+# A group holds the row locks of all its callers until it commits, and takes them in its
+# callers' order. Two processes' groups that lock the same two rows the other way round
+# (customers of two merchants paying with one test code: the PIN counters (m1, c), (m2, c)
+# in one, (m2, c), (m1, c) in the other) wait on each other until PostgreSQL's deadlock
+# detector aborts one after `deadlock_timeout` (1 s); that group runs again, so nothing is
+# lost, but both writers stood still for a second, every few seconds under load (3-10
+# against 160 payments/s with one worker: docs/performance.md, Hosted page). So a
+# function that locks rows a caller in another process may lock too declares their keys
+# (`locks`), and the PostgreSQL writer takes the keys of every caller of a group, as
+# advisory locks, in one order (sorted), in one statement, before it runs any of them:
+# two groups wanting the same rows then wait for each other only there, before either
+# holds a row, and in that one order, which closes no circle. SQLite has one writer per
+# file and ignores the keys. docs/architecture.md (Storage) lists what is declared and
+# why the rest need not be.
+
+LockKey = tuple[str, ...]
+"""What a lock stands for, its kind first: `("pin", code, scope)`. Two functions that lock
+one row must name it with the same key; the writer maps a key to one advisory lock."""
+
+
+@attrs.frozen
+class Shared:
+    """A key taken in shared mode: callers holding it shared do not wait for each other,
+    one taking it alone (a plain key) waits for them all, and they for it. For a key over
+    many rows: each caller of one of them shares it, and one that locks them all, unable
+    to name them beforehand, takes it alone."""
+
+    key: LockKey
+
+
+KeysFn = Callable[[tuple[Any, ...], Mapping[str, Any]], list[LockKey | Shared]]
+_LOCKS: dict[object, KeysFn] = {}
+
+
+def locks(keys: Callable[..., Iterable[LockKey | Shared]]) -> Callable[[F], F]:
+    """Declare the keys of the rows the decorated repository function locks that a caller
+    in another process may lock too. `keys` takes some of the function's parameters, by
+    their names (`pin_keys(scope, code)` for `reserve_attempt(tx, scope, code, now_us)`),
+    and returns the keys of one call. A function that calls a declaring one declares its
+    keys too: the writer reads only the declaration of the function it was handed.
+
+    Declare a row when two processes' groups may both lock it, and a group may hold it
+    while it waits for another such row: the counters every request shares, not a
+    process's own rows, nor rows taken with SKIP LOCKED (they never wait)."""
+
+    def declare(fn: F) -> F:
+        _LOCKS[fn] = _by_name(fn, keys)
+        return fn
+
+    return declare
+
+
+def declares_locks(fn: object) -> bool:
+    return fn in _LOCKS
+
+
+def declared_keys(
+    fn: object, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> list[LockKey | Shared]:
+    """The keys a call of `fn` declared (`locks`); none when it declared nothing."""
+    keys = _LOCKS.get(fn)
+    return [] if keys is None else keys(args, kwargs)
+
+
+def _by_name(fn: Callable[..., Any], keys: Callable[..., Iterable[LockKey | Shared]]) -> KeysFn:
+    params = list(inspect.signature(fn).parameters.values())[1:]  # after `tx`
+    names = [param.name for param in params]
+    wanted = list(inspect.signature(keys).parameters)
+    unknown = [name for name in wanted if name not in names]
+    if unknown:
+        raise TypeError(f"{fn.__qualname__} has no parameter {', '.join(unknown)} for its keys")
+    spots = [(name, names.index(name), params[names.index(name)].default) for name in wanted]
+
+    def keys_of(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[LockKey | Shared]:
+        values = []
+        for name, index, default in spots:
+            if index < len(args):
+                values.append(args[index])
+            elif name in kwargs:
+                values.append(kwargs[name])
+            elif default is not inspect.Parameter.empty:
+                values.append(default)
+            else:
+                raise TypeError(f"{fn.__qualname__}() missing argument {name!r}")
+        return list(keys(*values))
+
+    return keys_of
 
 
 class Database(Protocol):

@@ -10,6 +10,10 @@ another event loop and nothing blocks the trio thread.
   calls of a function with a batched form (`_database.batched`) as one call of it; if one
   raises, that transaction is rolled back and the group runs again with each caller
   alone in a savepoint of its own, so one caller's error rolls back only its own work.
+- One lock order across processes: each pass of a group (and a caller run again alone)
+  first takes, in one statement, the advisory locks of the keys its callers declared
+  (`_database.locks`), sorted, so two processes' groups that want the same rows wait for
+  each other there, in one order, and never deadlock on them halfway through.
 - Reads run on pooled connections in autocommit mode; each read is one statement or a
   few statements that need no common snapshot.
 - LISTEN (every channel the process follows) runs on a connection and a thread of its
@@ -25,6 +29,8 @@ Measured against asyncpg through trio-asyncio before it was replaced (docs/archi
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
 import os
@@ -41,7 +47,16 @@ from fgcpay.logs import log_event
 from fgcpay.metrics import ConnectionUse
 from psycopg.rows import dict_row
 
-from ._database import DatabaseUnavailable, RepoFn, Row, StorageError, select_one
+from ._database import (
+    DatabaseUnavailable,
+    LockKey,
+    RepoFn,
+    Row,
+    Shared,
+    StorageError,
+    declared_keys,
+    select_one,
+)
 from ._migrations import Migration, pg_apply_migrations
 from ._threads import Connections, GroupThread, Job, run_many, runs_of
 
@@ -86,6 +101,53 @@ def _is_unavailable(error: BaseException) -> bool:
 
 def _unavailable(error: BaseException) -> DatabaseUnavailable:
     return DatabaseUnavailable(f"PostgreSQL is unavailable: {type(error).__name__}")
+
+
+# -- the lock order ---------------------------------------------------------------------
+
+AdvisoryKey = tuple[int, bool]
+"""An advisory lock: its 64-bit key, and whether it is taken shared."""
+
+# Rows come out of a function scan in the order the function returned them (it reads
+# them back from a tuplestore), `unnest` returns an array's elements in storage order
+# (PostgreSQL's documentation of `unnest`), and a plain aggregate takes its input one row
+# at a time: so the locks are taken one after the other in the order of the arrays.
+_TAKE_KEYS = (
+    "SELECT count(CASE WHEN s THEN pg_advisory_xact_lock_shared(k) ELSE pg_advisory_xact_lock(k)"
+    " END) FROM unnest(?::bigint[], ?::boolean[]) AS u(k, s)"
+)
+
+
+@lru_cache(maxsize=65536)
+def advisory_key(key: LockKey) -> int:
+    """The advisory lock of `key`: 63 bits of a hash that every process computes alike
+    (BLAKE2b; Python's `hash` of a string differs from process to process), made negative,
+    so it is never the migrations' lock (`_migrations.PG_LOCK_KEY`, positive, in the same
+    single-bigint key space; `pg_advisory_lock(int, int)` locks lie in another, which never
+    overlaps this one). Two keys sharing a lock only wait for each other needlessly."""
+    digest = hashlib.blake2b(json.dumps(key).encode(), digest_size=8, person=b"fgcpay-locks")
+    return -1 - (int.from_bytes(digest.digest(), "big") >> 1)
+
+
+def _job_keys(job: Job) -> list[AdvisoryKey]:
+    return [
+        (advisory_key(key.key), True) if isinstance(key, Shared) else (advisory_key(key), False)
+        for key in declared_keys(job.fn, job.args, job.kwargs)
+    ]
+
+
+def _in_order(keys: Sequence[AdvisoryKey]) -> list[AdvisoryKey]:
+    """Each key once (alone where any caller takes it alone), in the one order."""
+    shared: dict[int, bool] = {}
+    for key, is_shared in keys:
+        shared[key] = shared.get(key, True) and is_shared
+    return sorted(shared.items())
+
+
+def _take_keys(cur: psycopg.Cursor[Any], keys: Sequence[AdvisoryKey]) -> None:
+    """Take the advisory locks `keys` (in order, for the transaction) in one statement."""
+    if keys:
+        cur.execute(to_pg(_TAKE_KEYS), ([key for key, _ in keys], [s for _, s in keys]))
 
 
 def _is_broken(conn: psycopg.Connection[Any]) -> bool:
@@ -233,6 +295,16 @@ class PostgresDatabase:
     # -- the writer thread ----------------------------------------------------------
 
     def _commit_group(self, batch: list[Job]) -> None:
+        keys: dict[Job, list[AdvisoryKey]] = {}
+        for job in batch:
+            try:
+                keys[job] = _job_keys(job)
+            except Exception as error:  # a declaration that cannot read its call's arguments
+                job.error = error
+        batch = [job for job in batch if job in keys]
+        if not batch:
+            return
+        group_keys = _in_order([key for job in batch for key in keys[job]])
         conn = self._writer_conn
         if conn is None or not _is_usable(conn):
             # Lost with the database (a restart): a fresh one, or every caller hears 503.
@@ -242,10 +314,11 @@ class PostgresDatabase:
             conn = self._writer_conn = self._connect()
         if len(batch) > 1:
             try:
-                stopped = self._run_without_savepoints(conn, batch)
+                stopped = self._run_without_savepoints(conn, batch, group_keys)
             except psycopg.Error as error:
                 # The COMMIT itself failed: whether it took is unknown, so nothing is run
-                # again; every caller hears why (as when a whole group fails).
+                # again; every caller hears why (as when a whole group fails). Or the keys
+                # could not be taken (in time): no caller's fault, none is run.
                 stopped = error
             else:
                 if stopped is None:
@@ -265,6 +338,7 @@ class PostgresDatabase:
         retry: list[Job] = []
         try:
             with conn.cursor() as cur, conn.transaction():
+                _take_keys(cur, group_keys)
                 tx = PgTx(cur)
                 if len(batch) == 1:
                     # Alone in its group: its error may roll back the whole transaction,
@@ -289,11 +363,11 @@ class PostgresDatabase:
                     job.error, job.result = error, None
             return
         for job in retry:
-            self._run_alone(conn, job)
+            self._run_alone(conn, job, _in_order(keys[job]))
 
     @staticmethod
     def _run_without_savepoints(
-        conn: psycopg.Connection[Any], batch: list[Job]
+        conn: psycopg.Connection[Any], batch: list[Job], keys: Sequence[AdvisoryKey]
     ) -> BaseException | None:
         """Run every caller of the group in one transaction with no savepoint each: two
         round trips fewer per caller (a renewal is seven statements with them, five
@@ -303,11 +377,13 @@ class PostgresDatabase:
         caller in a savepoint, so that only that caller's work is lost (repository
         functions are plain SQL with no other effect, so running one again after a
         rollback is safe), unless the connection is lost. Raises only when the COMMIT
-        fails."""
+        fails, or the group's `keys` cannot be taken."""
         stopped: BaseException | None = None
-        committing = False
+        committing = locked = False
         try:
             with conn.cursor() as cur, conn.transaction():
+                _take_keys(cur, keys)
+                locked = True
                 tx = PgTx(cur)
                 for run in runs_of(batch):
                     try:
@@ -321,9 +397,9 @@ class PostgresDatabase:
                         raise psycopg.Rollback() from None  # rolled back, and swallowed
                 committing = True  # leaving the block sends the COMMIT
         except (psycopg.Error, psycopg.Rollback) as error:
-            # The COMMIT failed; or the rollback did too, the connection being lost (psycopg
-            # then lets the Rollback through).
-            if committing:
+            # The COMMIT failed, or taking the keys did; or the rollback did too, the
+            # connection being lost (psycopg then lets the Rollback through).
+            if committing or not locked:
                 raise
             stopped = stopped or error
         if stopped is not None:
@@ -356,11 +432,14 @@ class PostgresDatabase:
             if job.error is None or job in retry:
                 job.error, job.result = failure, None
 
-    def _run_alone(self, conn: psycopg.Connection[Any], job: Job) -> None:
+    def _run_alone(
+        self, conn: psycopg.Connection[Any], job: Job, keys: Sequence[AdvisoryKey]
+    ) -> None:
         job.error = job.result = None
         for attempt in range(_RETRIES):
             try:
                 with conn.cursor() as cur, conn.transaction():
+                    _take_keys(cur, keys)
                     job.result = job.fn(PgTx(cur), *job.args, **job.kwargs)
                 return
             except psycopg.Error as error:

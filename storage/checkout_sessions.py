@@ -8,7 +8,7 @@ from fgcpay.domain.transactions import Transaction
 from fgcpay.domain.webhooks import Event
 
 from . import customers, idempotency, transactions, webhooks
-from ._database import Row, Tx
+from ._database import Row, Tx, locks
 from ._status import guarded_update, status_in
 from .paging import newest_first
 
@@ -161,6 +161,7 @@ def pay(tx: Tx, session: CheckoutSession, payment: Transaction, now_us: int, eve
     return True
 
 
+@locks(customers.pin_keys)
 def settle_and_pay(
     tx: Tx,
     scope: str,

@@ -1,4 +1,11 @@
-"""SQL for test customers and PIN lockouts."""
+"""SQL for test customers and PIN lockouts.
+
+A code's wrong PINs are counted in one `pin_failures` row per (scope, code), which every
+payment with the code locks twice (reserve, then settle): payments of many merchants'
+customers with one test code lock one row each, in whatever order they reach a process's
+writer. Each function that locks one declares its key (`pin_keys`), so the PostgreSQL
+writers of two processes lock them in one order (storage/_database.py, "the lock order").
+"""
 
 from __future__ import annotations
 
@@ -10,7 +17,19 @@ from fgcpay.domain.customers import (
     PinAttempt,
 )
 
-from ._database import Tx
+from ._database import LockKey, Shared, Tx, locks
+
+
+def pin_keys(scope: str | None, code: str) -> list[LockKey | Shared]:
+    """The lock keys of `code`'s wrong-PIN counter in `scope` (None: in every scope), for
+    each function that locks it (`locks`) and each that calls one.
+
+    Every scope's counter of a code lies under the code's own key: a caller of one scope
+    shares that key (callers of different merchants never wait for each other there), and
+    an unlock of every scope, which cannot name its rows beforehand, takes it alone."""
+    if scope is None:
+        return [("pin", code)]
+    return [Shared(("pin", code)), ("pin", code, scope)]
 
 
 def set_pin_hmacs(tx: Tx, hmacs: list[tuple[str, str]]) -> None:
@@ -49,6 +68,7 @@ _STALE = (
 )
 
 
+@locks(pin_keys)
 def reserve_attempt(tx: Tx, scope: str, code: str, now_us: int) -> PinAttempt:
     """Reserve the right to compare one PIN for `code`, or refuse it as locked.
 
@@ -95,6 +115,7 @@ def reserve_attempt(tx: Tx, scope: str, code: str, now_us: int) -> PinAttempt:
     return PinAttempt(locked=False, customer=by_code(tx, code))
 
 
+@locks(pin_keys)
 def settle_attempt(tx: Tx, scope: str, code: str, now_us: int, matched: bool) -> bool:
     """End a reserved attempt. A right PIN forgives earlier wrong ones; a wrong one stays
     counted, and the fifth in the window locks the code for 15 minutes.
@@ -129,6 +150,7 @@ def settle_attempt(tx: Tx, scope: str, code: str, now_us: int, matched: bool) ->
     return until is not None and int(until) > now_us
 
 
+@locks(pin_keys)
 def unlock(tx: Tx, code: str, scope: str | None, now_us: int) -> int:
     """Forget a code's wrong PINs and lift its locks (in one scope, or in all of them).
 

@@ -14,7 +14,7 @@ from fgcpay.domain.webhooks import Event
 
 from . import customers, idempotency, transactions, webhooks
 from ._bulk import Column
-from ._database import Row, Tx, batched
+from ._database import Row, Tx, batched, locks
 from ._status import status_in, update_versioned
 from .checkout_sessions import notify_status
 from .paging import newest_first
@@ -308,6 +308,7 @@ def _problems(
     return problems
 
 
+@locks(customers.pin_keys)
 def settle_and_approve(
     tx: Tx,
     scope: str,

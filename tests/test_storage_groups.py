@@ -4,7 +4,10 @@ writers that deadlock each other (PostgreSQL).
 Each process commits its callers' writes in groups, so a group holds the row locks of
 all its callers until it commits. Two processes can then wait on each other; PostgreSQL
 breaks the cycle by aborting one transaction. The caller whose work was aborted must not
-hear an error for it: its transaction is run again once the other has committed.
+hear an error for it: its transaction is run again once the other has committed. Where
+the rows are ones the repository functions declare (`storage._database.locks`: the PIN
+counters every payment with a code locks), the writers take them in one order, so no
+cycle forms and no group is aborted and run again.
 
 The two databases stand for two processes (each has its own writer connection); the
 repository functions run on the writer threads, so threading events order them.
@@ -13,12 +16,15 @@ repository functions run on the writer threads, so threading events order them.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import trio
 import trio.testing
-from fgcpay.storage import Tx, open_database
+from fgcpay.domain.customers import lock_scope
+from fgcpay.storage import Tx, customers, open_database
+from helpers import NOW_US, wait_until
 
 WAIT = 10.0  # a bound on each wait, far above PostgreSQL's 1 s deadlock_timeout
 
@@ -75,6 +81,92 @@ async def test_a_deadlock_between_two_writers_fails_no_caller(postgres_url: str)
                 nursery.start_soon(write, "b", b, _bump, 2, 1, b_holds, a_holds)
         assert results == {"gate": None, "a": "1->2", "neighbour": "neighbour", "b": "2->1"}
         assert await a.read(_values) == {1: 2, 2: 2, 3: 1}
+
+
+def _counted(
+    tx: Tx,
+    runs: Counter[str],
+    name: str,
+    holding: threading.Event | None = None,
+    released: threading.Event | None = None,
+) -> str:
+    """Count a run of its group; with events, hold the group (and the rows it has locked
+    so far) until released."""
+    runs[name] += 1
+    if holding is not None and released is not None:
+        holding.set()
+        assert released.wait(WAIT), "the group was never released"
+    return name
+
+
+def _writer_waits_on_a_lock(tx: Tx) -> bool:
+    # Run on a reader's connection: any other connection of this database waiting on a
+    # lock is a writer's (the holding one waits on its caller, not on a lock).
+    return bool(
+        tx.fetchval(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
+        )
+    )
+
+
+def _pin_counters(tx: Tx, code: str) -> dict[str, int]:
+    rows = tx.fetch("SELECT scope, in_flight FROM pin_failures WHERE customer_code = ?", code)
+    return {row["scope"]: row["in_flight"] for row in rows}
+
+
+async def test_two_writers_lock_the_pin_counters_of_two_merchants_in_one_order(
+    postgres_url: str,
+) -> None:
+    """Customers of two merchants pay with one test code at once, and each process's group
+    reserves the two merchants' PIN counters the other way round: A's group (one, then
+    two) holds the first while B's group (two, then one) starts. B must wait for A before
+    it locks either counter, rather than lock `two` and meet A halfway: then nothing
+    deadlocks, no group is aborted and run again (each ran once), and every customer's
+    attempt is reserved once."""
+    code = "TEST-0001"
+    one, two = lock_scope(code, "mer_one"), lock_scope(code, "mer_two")
+    runs: Counter[str] = Counter()
+    a_holds, a_released = threading.Event(), threading.Event()
+    results: dict[str, Any] = {}
+    async with open_database(postgres_url, 3) as a, open_database(postgres_url, 3) as b:
+
+        async def write(name: str, db: Any, *call: Any) -> None:
+            results[name] = await db.write(*call)
+
+        opened = {"a": threading.Event(), "b": threading.Event()}
+        with trio.fail_after(3 * WAIT):
+            async with trio.open_nursery() as nursery:
+                for name, db in (("a", a), ("b", b)):
+                    entered = threading.Event()
+                    nursery.start_soon(write, f"gate {name}", db, _gate, entered, opened[name])
+                    assert await trio.to_thread.run_sync(entered.wait, WAIT)
+                # Queued behind the gates, in this order: one group on each writer.
+                for name, db, call in [
+                    ("a one", a, (customers.reserve_attempt, one, code, NOW_US)),
+                    ("a", a, (_counted, runs, "a", a_holds, a_released)),
+                    ("a two", a, (customers.reserve_attempt, two, code, NOW_US)),
+                    ("b two", b, (customers.reserve_attempt, two, code, NOW_US)),
+                    ("b", b, (_counted, runs, "b")),
+                    ("b one", b, (customers.reserve_attempt, one, code, NOW_US)),
+                ]:
+                    nursery.start_soon(write, name, db, *call)
+                    await trio.testing.wait_all_tasks_blocked()
+                opened["a"].set()
+                assert await trio.to_thread.run_sync(a_holds.wait, WAIT)  # A holds `one`
+                opened["b"].set()
+                await wait_until(
+                    lambda: a.read(_writer_waits_on_a_lock),
+                    within=WAIT,
+                    what="B's writer waits on a lock held by A",
+                )
+                a_released.set()
+        assert runs == {"a": 1, "b": 1}, "a group was aborted (deadlock) and run again"
+        reservations = ("a one", "a two", "b two", "b one")
+        assert {name: (results[name].locked, results[name].busy) for name in reservations} == (
+            dict.fromkeys(reservations, (False, False))
+        )
+        assert await a.read(_pin_counters, code) == {one: 2, two: 2}
 
 
 def _insert(tx: Tx, counter_id: int) -> int:
