@@ -48,6 +48,7 @@ def from_row(row: Row) -> CheckoutSession:
     )
 
 
+@locks(idempotency.completion_keys)
 def insert(tx: Tx, session: CheckoutSession, completion: Completion | None) -> None:
     """Insert a new session and, in the same transaction, its idempotency answer."""
     s = session

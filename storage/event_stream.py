@@ -20,15 +20,11 @@ from collections.abc import Sequence
 import attrs
 from fgcpay.domain.webhooks import Event
 
-from ._database import Row, Tx
+from ._database import LockKey, Row, Tx, locks
 from .merchants import api_key_of
 
 EVENTS_CHANNEL = "fgcpay_events"
 """Notified with a merchant's id when a transaction that wrote its events commits."""
-
-# Any constant: with the merchant's hash, the advisory lock under which a merchant's
-# streams are counted and one is added (two processes never both take the last place).
-_STREAMS_LOCK = 0x66677374
 
 _EVENT_COLUMNS = "id, merchant_id, type, resource_id, sequence, body, created_at"
 # Below every running transaction's id: the rows of transactions that have all ended.
@@ -189,16 +185,26 @@ def read(tx: Tx, merchant_id: str, key_id: str, after: Position, limit: int) -> 
 # -- the open streams -----------------------------------------------------------------------
 
 
+def _streams_keys(merchant_id: str) -> list[LockKey]:
+    return [("event_streams", merchant_id)]
+
+
+@locks(_streams_keys)
 def open_stream(
     tx: Tx, stream_id: str, merchant_id: str, owner: str, now_us: int, expires_at: int, most: int
 ) -> int:
     """Register stream `stream_id` of the merchant, held by process `owner` until
     `expires_at` (renewed by `keep_streams`), unless `most` streams of the merchant are
     open already. Returns how many were open before: the stream is registered when that
-    is below `most`."""
-    if tx.dialect == "postgresql":
-        # Two processes opening the merchant's last place: the second waits, then counts.
-        tx.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))", _STREAMS_LOCK, merchant_id)
+    is below `most`.
+
+    Two processes opening the merchant's last place must not both count the places free:
+    on PostgreSQL the writer takes the merchant's key (declared with `locks`) before the
+    group runs, so the second waits, then counts. It is taken there, in the group's one
+    order, rather than here, halfway through a group that holds other callers' locks
+    (storage/_database.py, "the lock order"). `keep_streams` and `close_stream` write the
+    rows of their own process; this deletes another's only once expired, its owner
+    having stopped renewing them."""
     tx.execute(
         "DELETE FROM event_streams WHERE merchant_id = ? AND expires_at <= ?", merchant_id, now_us
     )

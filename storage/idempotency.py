@@ -1,4 +1,12 @@
-"""SQL for idempotency records."""
+"""SQL for idempotency records.
+
+A request's key is claimed by one request at a time, but a client that retries on another
+connection claims it again in another process while the first still holds it (in its
+claim, or in the write that completes it with the resource it created), and a group may
+hold several keys: each function that locks a key's row declares it (`scope_keys`,
+`completion_keys`), so two processes' writers take them in one order
+(storage/_database.py, "the lock order").
+"""
 
 from __future__ import annotations
 
@@ -14,7 +22,7 @@ from fgcpay.domain.idempotency import (
     StoredResponse,
 )
 
-from ._database import Tx
+from ._database import LockKey, Tx, locks
 
 _KEY = "merchant_id = ? AND method = ? AND path = ? AND idempotency_key = ?"
 
@@ -23,6 +31,18 @@ def _key_args(scope: Scope) -> tuple[str, str, str, str]:
     return scope.merchant_id, scope.method, scope.path, scope.key
 
 
+def scope_keys(scope: Scope) -> list[LockKey]:
+    """The lock key of the record of `scope` (`_database.locks`)."""
+    return [("idempotency", scope.merchant_id, scope.method, scope.path, scope.key)]
+
+
+def completion_keys(completion: Completion | None) -> list[LockKey]:
+    """The lock key of the record `completion` completes, if any: for `complete` and each
+    write that completes a request with the resource it creates."""
+    return [] if completion is None else scope_keys(completion.scope)
+
+
+@locks(scope_keys)
 def claim(tx: Tx, scope: Scope, request_hash: str, owner: str, now_us: int) -> Claim:
     """Take the key for this request, unless a live record holds it.
 
@@ -68,6 +88,7 @@ def claim(tx: Tx, scope: Scope, request_hash: str, owner: str, now_us: int) -> C
     )
 
 
+@locks(completion_keys)
 def complete(tx: Tx, completion: Completion) -> None:
     """Store the final answer; raises `IdempotencyLost` if the claim was taken over."""
     response = completion.response
@@ -84,6 +105,7 @@ def complete(tx: Tx, completion: Completion) -> None:
         raise IdempotencyLost()
 
 
+@locks(scope_keys)
 def release(tx: Tx, scope: Scope, owner: str) -> None:
     """Give up a claim whose request ended without a final answer (so a retry may run)."""
     tx.execute(

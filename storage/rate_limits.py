@@ -4,13 +4,17 @@ A worker calls `reserve` only when it has run out of the tokens it reserved befo
 key costs one small write per batch of requests, not one per request. The refill by
 elapsed time, the grant and the debit happen in one upsert, atomically, whatever the
 number of workers and hosts.
+
+Every worker reserves from the same buckets (a merchant's, an address's), and a group may
+hold several: `reserve` declares its bucket's key, so two processes' writers lock buckets
+in one order (storage/_database.py, "the lock order").
 """
 
 from __future__ import annotations
 
 import attrs
 
-from ._database import Tx
+from ._database import Tx, locks
 
 
 @attrs.frozen
@@ -19,6 +23,7 @@ class Reservation:
     left: float  # tokens left in the shared bucket after the grant
 
 
+@locks(lambda bucket_key: [("rate_limit", bucket_key)])
 def reserve(
     tx: Tx, bucket_key: str, want: int, rate: float, burst: int, now_us: int
 ) -> Reservation:

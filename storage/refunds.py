@@ -11,7 +11,7 @@ from fgcpay.domain.transactions import REFUND, Transaction
 from fgcpay.domain.webhooks import Event
 
 from . import balances, idempotency, transactions, webhooks
-from ._database import Row, Tx
+from ._database import Row, Tx, locks
 from ._status import guarded_update, status_in
 from .paging import newest_first
 
@@ -26,6 +26,7 @@ def from_row(row: Row) -> Refund:
     return Refund(**{name: row[_COLUMN_OF.get(name, name)] for name in _FIELDS})
 
 
+@locks(idempotency.completion_keys)
 def create(tx: Tx, refund: Refund, event: Event, completion: Completion | None) -> bool:
     """A new refund, `pending_review`, in one transaction with: its amount reserved on the
     payment it refunds (the conditional write that decides), the pending total, its

@@ -1,5 +1,11 @@
 """SQL for the limits on failed dashboard sign-ins, shared by every process: an attempt is
-reserved from each of its counters before the password is compared, then settled."""
+reserved from each of its counters before the password is compared, then settled.
+
+Each attempt locks the counters of its email and of its address, and sign-ins from one
+address with many emails (or the reverse) reach several processes' writers at once: the
+functions that lock counters declare their keys (`_counter_keys`), so two processes'
+writers take them in one order (storage/_database.py, "the lock order").
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from collections.abc import Sequence
 import attrs
 from fgcpay.domain.dashboard import FAILURE_WINDOW_US, LOCK_US, Limit
 
-from ._database import Tx
+from ._database import LockKey, Tx, locks
 
 # A counter is "stale" when its lock has run out, or when it holds no lock and its window
 # is over: the next attempt starts it afresh. Parameters: now, window start.
@@ -19,6 +25,10 @@ _STALE = (
 _IN_FLIGHT_DOWN = "CASE WHEN in_flight > 0 THEN in_flight - 1 ELSE 0 END"
 
 
+def _counter_keys(limits: Sequence[Limit]) -> list[LockKey]:
+    return [("sign_in", limit.subject) for limit in limits]
+
+
 @attrs.frozen
 class Refused:
     """The attempt was not reserved: a counter is locked until `locked_until`, or (None)
@@ -27,6 +37,7 @@ class Refused:
     locked_until: int | None
 
 
+@locks(_counter_keys)
 def reserve(tx: Tx, limits: Sequence[Limit], now_us: int) -> Refused | None:
     """Reserve one attempt from every counter of `limits`, or from none of them.
 
@@ -81,6 +92,7 @@ def _release(tx: Tx, limits: Sequence[Limit]) -> None:
         )
 
 
+@locks(_counter_keys)
 def settle(tx: Tx, limits: Sequence[Limit], matched: bool, now_us: int) -> int | None:
     """End a reserved attempt. A success forgives the failures of the counters that a
     success forgives; a failure counts on every counter and locks each that reaches its

@@ -50,6 +50,7 @@ def from_row(row: Row) -> Subscription:
     return Subscription(*values)
 
 
+@locks(idempotency.completion_keys)
 def insert(
     tx: Tx,
     subscription: Subscription,

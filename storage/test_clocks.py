@@ -19,7 +19,7 @@ from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.test_clocks import ADVANCING, READY, TestClock
 
 from . import idempotency, transactions
-from ._database import Row, Tx
+from ._database import Row, Tx, locks
 from .paging import newest_first
 
 COLUMNS = "id, merchant_id, name, frozen_time, status, version, created_at, updated_at"
@@ -38,6 +38,7 @@ def from_row(row: Row) -> TestClock:
     )
 
 
+@locks(idempotency.completion_keys)
 def insert(tx: Tx, clock: TestClock, completion: Completion | None) -> None:
     """Insert a new clock and, in the same transaction, its idempotency answer."""
     c = clock
