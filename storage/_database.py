@@ -176,6 +176,13 @@ def _by_name(fn: Callable[..., Any], keys: Callable[..., Iterable[LockKey | Shar
     return keys_of
 
 
+def skip_locked(tx: Tx) -> str:
+    """` FOR UPDATE SKIP LOCKED` on PostgreSQL (for a purge's subquery, so that it passes
+    over rows another transaction holds rather than wait for them); nothing on SQLite,
+    whose one writer never waits for another."""
+    return " FOR UPDATE SKIP LOCKED" if tx.dialect == "postgresql" else ""
+
+
 class Database(Protocol):
     dialect: str
 

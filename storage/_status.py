@@ -28,10 +28,10 @@ def status_in(transition: Transition) -> str:
 
 def guarded_update(
     tx: Tx, table: str, assignments: str, values: tuple[Any, ...], row_id: str, guard: str,
-    guard_values: tuple[Any, ...], *, give_way: bool,
+    guard_values: tuple[Any, ...], *, give_way: bool, key: str = "id",
 ) -> int:  # fmt: skip
     """`UPDATE table SET assignments WHERE id = row_id AND guard`: how many rows changed
-    (0 when the row moved on meanwhile).
+    (0 when the row moved on meanwhile). `key` names the table's key column, if not `id`.
 
     `give_way` is for the timers' steps (an expiry, a renewal): on PostgreSQL a row
     another transaction holds then counts as moved on (`SKIP LOCKED`) instead of being
@@ -43,12 +43,18 @@ def guarded_update(
     renewals: 3 s in one process, 40-60 s in two, approvals and cancels in the same groups
     timing out). The caller re-reads and the row stays due until that holder commits.
     A customer's or a merchant's step (pay, approve, cancel) waits for the lock: nothing
-    it waits for waits on it, since the timers never wait. (SQLite has one writer.)
+    it waits for waits on it, since the timers never wait. So do the writes that only
+    record a use (an API key's, a dashboard session's), which every process makes for the
+    same rows once a minute: one another transaction holds is already being recorded.
+    (SQLite has one writer.)
     """
     if give_way and tx.dialect == "postgresql":
-        where = f"id = (SELECT id FROM {table} WHERE id = ? AND {guard} FOR UPDATE SKIP LOCKED)"
+        where = (
+            f"{key} = (SELECT {key} FROM {table} WHERE {key} = ? AND {guard}"
+            " FOR UPDATE SKIP LOCKED)"
+        )
     else:
-        where = f"id = ? AND {guard}"
+        where = f"{key} = ? AND {guard}"
     return tx.execute(
         f"UPDATE {table} SET {assignments} WHERE {where}", *values, row_id, *guard_values
     )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fgcpay.domain.dashboard import DashboardSession
 
-from ._database import Row, Tx
+from ._database import Row, Tx, skip_locked
+from ._status import guarded_update
 
 
 def _session(row: Row) -> DashboardSession:
@@ -41,12 +42,14 @@ def by_hash(tx: Tx, id_hash: str) -> DashboardSession | None:
 
 
 def touch(tx: Tx, id_hash: str, now_us: int) -> None:
-    tx.execute(
-        "UPDATE dashboard_sessions SET last_seen_at = ? WHERE id_hash = ? AND last_seen_at < ?",
-        now_us,
-        id_hash,
-        now_us,
-    )
+    """Record the session's use at `now_us` (never moving it back). A browser's requests
+    reach every process, each touching the session once a minute: on PostgreSQL one that
+    another transaction is writing now is passed over rather than waited for, so a touch
+    never waits in a circle (storage/_database.py, "the lock order")."""
+    guarded_update(
+        tx, "dashboard_sessions", "last_seen_at = ?", (now_us,), id_hash, "last_seen_at < ?",
+        (now_us,), give_way=True, key="id_hash",
+    )  # fmt: skip
 
 
 def delete(tx: Tx, id_hash: str) -> None:
@@ -59,10 +62,12 @@ def delete_of_merchant(tx: Tx, merchant_id: str) -> int:
 
 
 def purge_idle(tx: Tx, seen_before_us: int, limit: int) -> int:
-    """Delete at most `limit` sessions unused since `seen_before_us`; how many."""
+    """Delete at most `limit` sessions unused since `seen_before_us`; how many. On
+    PostgreSQL it passes over a session another transaction holds (its browser back just
+    now): never waiting, it never waits in a circle."""
     return tx.execute(
-        "DELETE FROM dashboard_sessions WHERE id_hash IN"
-        " (SELECT id_hash FROM dashboard_sessions WHERE last_seen_at < ? LIMIT ?)",
+        "DELETE FROM dashboard_sessions WHERE id_hash IN (SELECT id_hash FROM dashboard_sessions"
+        f" WHERE last_seen_at < ? LIMIT ?{skip_locked(tx)})",
         seen_before_us,
         limit,
     )

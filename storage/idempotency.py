@@ -5,7 +5,7 @@ connection claims it again in another process while the first still holds it (in
 claim, or in the write that completes it with the resource it created), and a group may
 hold several keys: each function that locks a key's row declares it (`scope_keys`,
 `completion_keys`), so two processes' writers take them in one order
-(storage/_database.py, "the lock order").
+(storage/_database.py, "the lock order"). The purge takes only rows nobody holds.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from fgcpay.domain.idempotency import (
     StoredResponse,
 )
 
-from ._database import LockKey, Tx, locks
+from ._database import LockKey, Tx, locks, skip_locked
 
 _KEY = "merchant_id = ? AND method = ? AND path = ? AND idempotency_key = ?"
 
@@ -116,10 +116,13 @@ def release(tx: Tx, scope: Scope, owner: str) -> None:
 
 
 def purge_expired(tx: Tx, now_us: int, limit: int) -> int:
+    """Delete at most `limit` records past their 24 hours; how many. On PostgreSQL it
+    passes over a record another transaction holds (a retry taking it over now): never
+    waiting, it never waits in a circle (the next purge takes what is left)."""
     return tx.execute(
         "DELETE FROM idempotency_keys WHERE (merchant_id, method, path, idempotency_key) IN"
         " (SELECT merchant_id, method, path, idempotency_key FROM idempotency_keys"
-        "  WHERE expires_at <= ? LIMIT ?)",
+        f"  WHERE expires_at <= ? LIMIT ?{skip_locked(tx)})",
         now_us,
         limit,
     )

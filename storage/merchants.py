@@ -5,6 +5,7 @@ from __future__ import annotations
 from fgcpay.domain.merchants import ApiKey, Merchant
 
 from ._database import Row, Tx
+from ._status import guarded_update
 
 _KEY_COLUMNS = (
     "id, merchant_id, key_hash, prefix, last4, created_at, last_used_at, revoked_at, name"
@@ -112,7 +113,15 @@ def api_keys_of(tx: Tx, merchant_id: str) -> list[ApiKey]:
 
 
 def touch_api_key(tx: Tx, key_id: str, now_us: int) -> None:
-    tx.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", now_us, key_id)
+    """Record the key's use at `now_us` (never moving it back), for the dashboard. Every
+    process touches each key it serves once a minute, and a group may hold several keys'
+    rows: on PostgreSQL a key another transaction is writing now is passed over rather
+    than waited for (`guarded_update`'s `give_way`), so a touch never waits in a circle
+    (storage/_database.py, "the lock order")."""
+    guarded_update(
+        tx, "api_keys", "last_used_at = ?", (now_us,), key_id,
+        "(last_used_at IS NULL OR last_used_at < ?)", (now_us,), give_way=True,
+    )  # fmt: skip
 
 
 def revoke_api_key(tx: Tx, merchant_id: str, key_id: str, now_us: int) -> bool:

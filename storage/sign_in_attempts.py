@@ -4,7 +4,8 @@ reserved from each of its counters before the password is compared, then settled
 Each attempt locks the counters of its email and of its address, and sign-ins from one
 address with many emails (or the reverse) reach several processes' writers at once: the
 functions that lock counters declare their keys (`_counter_keys`), so two processes'
-writers take them in one order (storage/_database.py, "the lock order").
+writers take them in one order (storage/_database.py, "the lock order"). The purge takes
+only counters nobody holds.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 import attrs
 from fgcpay.domain.dashboard import FAILURE_WINDOW_US, LOCK_US, Limit
 
-from ._database import LockKey, Tx, locks
+from ._database import LockKey, Tx, locks, skip_locked
 
 # A counter is "stale" when its lock has run out, or when it holds no lock and its window
 # is over: the next attempt starts it afresh. Parameters: now, window start.
@@ -131,10 +132,13 @@ def settle(tx: Tx, limits: Sequence[Limit], matched: bool, now_us: int) -> int |
 
 def purge_stale(tx: Tx, now_us: int, limit: int) -> int:
     """Delete at most `limit` counters that hold nothing any more: no lock running and a
-    window over long enough ago that no attempt of it can still be in flight; how many."""
+    window over long enough ago that no attempt of it can still be in flight; how many.
+    On PostgreSQL it passes over a counter another transaction holds (an attempt starting
+    it afresh): never waiting, it never waits in a circle."""
     return tx.execute(
         "DELETE FROM sign_in_failures WHERE subject IN (SELECT subject FROM sign_in_failures"
-        " WHERE (locked_until IS NULL OR locked_until <= ?) AND window_started_at <= ? LIMIT ?)",
+        " WHERE (locked_until IS NULL OR locked_until <= ?) AND window_started_at <= ?"
+        f" LIMIT ?{skip_locked(tx)})",
         now_us,
         now_us - 2 * FAILURE_WINDOW_US,
         limit,

@@ -20,10 +20,22 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import trio
 import trio.testing
+from fgcpay.admin import create_merchant
 from fgcpay.domain.customers import lock_scope
-from fgcpay.storage import Tx, customers, open_database
+from fgcpay.domain.dashboard import DashboardSession
+from fgcpay.storage import (
+    Tx,
+    customers,
+    dashboard_sessions,
+    idempotency,
+    merchants,
+    open_database,
+    rate_limits,
+    sign_in_attempts,
+)
 from helpers import NOW_US, wait_until
 
 WAIT = 10.0  # a bound on each wait, far above PostgreSQL's 1 s deadlock_timeout
@@ -167,6 +179,68 @@ async def test_two_writers_lock_the_pin_counters_of_two_merchants_in_one_order(
             dict.fromkeys(reservations, (False, False))
         )
         assert await a.read(_pin_counters, code) == {one: 2, two: 2}
+
+
+def _stale_rows(tx: Tx, merchant_id: str) -> None:
+    # One row for each purge, all past keeping; a dashboard session to touch.
+    tx.execute(
+        "INSERT INTO idempotency_keys (merchant_id, method, path, idempotency_key,"
+        " request_hash, state, owner, locked_until, created_at, expires_at)"
+        " VALUES (?, 'POST', '/api/v1/checkout/sessions', 'k', 'h', 'done', 'o', 0, 0, 1)",
+        merchant_id,
+    )
+    tx.execute(
+        "INSERT INTO rate_limit_buckets (bucket_key, tokens, stamp_us, granted)"
+        " VALUES ('bucket', 1, 0, 0)"
+    )
+    tx.execute(
+        "INSERT INTO sign_in_failures (subject, failures, in_flight, window_started_at,"
+        " locked_until) VALUES ('subject', 0, 0, 0, NULL)"
+    )
+    for id_hash in ("idle", "seen"):
+        dashboard_sessions.insert(tx, DashboardSession(id_hash, merchant_id, 0, 0), None)
+
+
+def _hold_rows(conn: psycopg.Connection[Any]) -> None:
+    for table, where in [
+        ("idempotency_keys", "idempotency_key = 'k'"),
+        ("rate_limit_buckets", "bucket_key = 'bucket'"),
+        ("sign_in_failures", "subject = 'subject'"),
+        ("dashboard_sessions", "id_hash IN ('idle', 'seen')"),
+        ("api_keys", "TRUE"),
+    ]:
+        conn.execute(f"SELECT 1 FROM {table} WHERE {where} FOR UPDATE")
+
+
+async def test_purges_and_touches_pass_over_rows_another_transaction_holds(
+    postgres_url: str,
+) -> None:
+    """What only deletes rows past keeping, or records a use, never waits for a row
+    another transaction holds (`SKIP LOCKED`), so it is never the waiting side of a
+    circle: the row is left for the next purge, or is being written already."""
+    async with open_database(postgres_url, 3) as db:
+        merchant_id = (await create_merchant(db, "Acme", "owner@acme.test")).merchant.id
+        (key,) = await db.read(merchants.api_keys_of, merchant_id)
+        await db.write(_stale_rows, merchant_id)
+
+        async def purge_and_touch() -> list[Any]:
+            await db.write(merchants.touch_api_key, key.id, NOW_US)
+            await db.write(dashboard_sessions.touch, "seen", NOW_US)
+            purged = [
+                await db.write(idempotency.purge_expired, NOW_US, 10),
+                await db.write(rate_limits.purge_full, 1, 10),
+                await db.write(sign_in_attempts.purge_stale, NOW_US, 10),
+                await db.write(dashboard_sessions.purge_idle, 1, 10),
+            ]
+            (touched,) = await db.read(merchants.api_keys_of, merchant_id)
+            session = await db.read(dashboard_sessions.by_hash, "seen")
+            return [*purged, touched.last_used_at, session and session.last_seen_at]
+
+        with psycopg.connect(postgres_url) as holder, trio.fail_after(WAIT):
+            _hold_rows(holder)
+            assert await purge_and_touch() == [0, 0, 0, 0, None, 0]
+            holder.commit()
+            assert await purge_and_touch() == [1, 1, 1, 1, NOW_US, NOW_US]
 
 
 def _insert(tx: Tx, counter_id: int) -> int:
