@@ -15,6 +15,10 @@ repository functions run on the writer threads, so threading events order them.
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
+import pkgutil
 import threading
 from collections import Counter
 from pathlib import Path
@@ -23,6 +27,7 @@ from typing import Any
 import psycopg
 import trio
 import trio.testing
+from fgcpay import storage
 from fgcpay.admin import create_merchant
 from fgcpay.domain.customers import lock_scope
 from fgcpay.domain.dashboard import DashboardSession
@@ -36,6 +41,7 @@ from fgcpay.storage import (
     rate_limits,
     sign_in_attempts,
 )
+from fgcpay.storage._database import declares_locks
 from helpers import NOW_US, wait_until
 
 WAIT = 10.0  # a bound on each wait, far above PostgreSQL's 1 s deadlock_timeout
@@ -179,6 +185,34 @@ async def test_two_writers_lock_the_pin_counters_of_two_merchants_in_one_order(
             dict.fromkeys(reservations, (False, False))
         )
         assert await a.read(_pin_counters, code) == {one: 2, two: 2}
+
+
+def _called(module: object, call: ast.expr) -> object:
+    """What a call `fn(...)` or `module.fn(...)` in `module`'s source calls, if it can tell."""
+    if isinstance(call, ast.Name):
+        return getattr(module, call.id, None)
+    if isinstance(call, ast.Attribute) and isinstance(call.value, ast.Name):
+        return getattr(getattr(module, call.value.id, None), call.attr, None)
+    return None
+
+
+def test_a_function_that_calls_one_declaring_locks_declares_them_too() -> None:
+    """The writer reads the declaration of the function it was handed, not of those that
+    function calls: one that runs a declaring function in its transaction (`settle_and_pay`
+    settles the PIN attempt) must declare its keys too, or the rows are locked out of
+    order again."""
+    undeclared = []
+    for found in pkgutil.iter_modules(storage.__path__):
+        if found.ispkg:  # the migrations: SQL
+            continue
+        module = importlib.import_module(f"{storage.__name__}.{found.name}")
+        for fn in ast.parse(inspect.getsource(module)).body:
+            if not isinstance(fn, ast.FunctionDef) or declares_locks(getattr(module, fn.name)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Call) and declares_locks(_called(module, node.func)):
+                    undeclared.append(f"{found.name}.{fn.name} calls {ast.unparse(node.func)}")
+    assert undeclared == []
 
 
 def _stale_rows(tx: Tx, merchant_id: str) -> None:
