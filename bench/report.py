@@ -84,7 +84,10 @@ def render(name: str, specs: dict[str, Spec], figures: list[dict[str, Any]],
             rows.append(f"| {spec.label}, {LABELS[backend]} | "
                         f"{f'{before[0]} ({before[1]})' if before else '—'} | {now} | "
                         + " | ".join(cells(spec, backend, value)) + " |")  # fmt: skip
-    used = [r for r in runs if any(f["scenario"] == name for f in r["figures"])]
+    # The runs whose figures the table shows: a run whose figures later files all
+    # replaced measured none of it.
+    shown = {id(f) for f in measured.values()}
+    used = [r for r in runs if any(id(f) in shown for f in r["figures"])]
     lines = [f"Measured {machine_line(r['machine'])}." for r in used] or [
         "Not yet measured with `python -m bench`; the before column is the last figure of "
         "the scripts it replaced."]  # fmt: skip
