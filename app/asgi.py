@@ -67,7 +67,7 @@ from fgcpay.http.app import create_app
 from fgcpay.http.errors import JSON_TYPE, error_body
 from fgcpay.http.plumbing import protocol_error_answer
 from fgcpay.logs import JsonFormatter, log_event, logger
-from fgcpay.service import Service, open_service, start_up_heap_frozen
+from fgcpay.service import Service, gil_switch_interval, open_service, start_up_heap_frozen
 from fgcpay.settings import PREFIX, Settings, database_shown, load_settings
 from hypercorn.typing import (
     ASGIReceiveCallable,
@@ -153,7 +153,7 @@ class ServiceApp(server.ServedApp):
             await check_database(settings)
             async with open_service(settings) as service:
                 quart = create_app(service)
-                with start_up_heap_frozen():
+                with start_up_heap_frozen(), gil_switch_interval():
                     async with _quart_lifespan(quart, scope["state"]):
                         self.running = _Running(quart, service)
                         log_event(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import logging
 import signal
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
@@ -358,7 +359,7 @@ async def serve(
             service.event_streams.close_all()
 
         app = create_app(service)
-        with start_up_heap_frozen():
+        with start_up_heap_frozen(), gil_switch_interval():
             async with trio.open_nursery() as nursery:
                 urls = await nursery.start(
                     partial(
@@ -367,6 +368,33 @@ async def serve(
                 )
                 task_status.started(Running(urls=urls, service=service))
     log_event("stopped")
+
+
+GIL_SWITCH_SECONDS = 0.02
+"""How long the trio thread may hold the GIL while a database thread waits for it, before
+the interpreter takes it away (Python's default: 0.005 s). See `gil_switch_interval`."""
+
+
+@contextmanager
+def gil_switch_interval(seconds: float = GIL_SWITCH_SECONDS) -> Iterator[None]:
+    """While serving, let the trio thread keep the GIL longer than Python's default 5 ms
+    when a database thread wants it (`sys.setswitchinterval`).
+
+    A busy trio thread lets go of the GIL at every system call (each socket read and
+    write, each wait for events): every few hundred microseconds under load, which is
+    when the database threads take it and hand results back. Past the interval the
+    interpreter forces the switch instead, in the middle of a request's work, and the trio
+    thread then waits to get the GIL back. On the create path that forced switching cost
+    about a tenth of the worker's CPU per request (docs/performance.md, Creates: 0.93
+    against 0.82 ms with 20 ms). A thread waiting for the GIL waits longer only while the
+    trio thread runs Python for more than 5 ms without a system call, which no request's
+    work does in one piece. The previous interval is restored on the way out."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(seconds)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
 
 
 @contextmanager

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+
 import httpx
 import pytest
+import trio
 from fgcpay.domain import ids
+from fgcpay.service import GIL_SWITCH_SECONDS
+from fgcpay.settings import Settings
 from fgcpay.storage import merchants
-from helpers import Server
+from helpers import Server, start_server
 
 API_ERROR_FIELDS = {"code", "message", "details", "request_id"}
 
@@ -138,3 +143,17 @@ def test_key_shape_check() -> None:
     assert ids.looks_like_id(key, "fp_test_", 32)
     assert not ids.looks_like_id(key + "x", "fp_test_", 32)
     assert not ids.looks_like_id("fp_test_" + "-" * 32, "fp_test_", 32)
+
+
+async def test_a_serving_worker_lets_its_trio_thread_keep_the_gil_longer(
+    nursery: trio.Nursery, settings: Settings
+) -> None:
+    # Forced GIL switches to the database threads in the middle of a request's work cost
+    # the create path about a tenth of its CPU (fgcpay.service.gil_switch_interval).
+    before = sys.getswitchinterval()
+    assert before < GIL_SWITCH_SECONDS
+    server = await start_server(nursery, settings)
+    assert sys.getswitchinterval() == GIL_SWITCH_SECONDS
+    server.stop.set()
+    await server.stopped.wait()
+    assert sys.getswitchinterval() == before
