@@ -110,10 +110,11 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
             ctx.profiles.append(await profile(
                 f"push-{b.name}", server.pids(), p.profile_seconds, b.cwd,
                 lambda: pushes(server.port, key, 100_000, 0, server.pids()), idle=True))  # fmt: skip
-        # Customer i pays pages i, i + customers, ...: all of one merchant's.
+        # Customer c pays pages c, c + customers, ...: each page of merchant c % merchants,
+        # whatever the sizes.
         keys = [b.merchant(n + 1)[1] for n in range(merchants_for(p.customers))]
         maker = Connection("127.0.0.1", server.port)
-        pages = [await create(maker, keys[i % len(keys)])
+        pages = [await create(maker, keys[i % p.customers % len(keys)])
                  for i in range(p.customers * p.per_customer)]  # fmt: skip
         await maker.aclose()
         await quiet()
