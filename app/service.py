@@ -388,13 +388,27 @@ def gil_switch_interval(seconds: float = GIL_SWITCH_SECONDS) -> Iterator[None]:
     about a tenth of the worker's CPU per request (docs/performance.md, Creates: 0.93
     against 0.82 ms with 20 ms). A thread waiting for the GIL waits longer only while the
     trio thread runs Python for more than 5 ms without a system call, which no request's
-    work does in one piece. The previous interval is restored on the way out."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(seconds)
+    work does in one piece. The interval before the first holder is restored when the
+    last one leaves (services in one process, as in tests, may stop in any order)."""
+    if _gil.holders == 0:
+        _gil.before = sys.getswitchinterval()
+        sys.setswitchinterval(seconds)
+    _gil.holders += 1
     try:
         yield
     finally:
-        sys.setswitchinterval(before)
+        _gil.holders -= 1
+        if _gil.holders == 0:
+            sys.setswitchinterval(_gil.before)
+
+
+@attrs.define
+class _GilHolders:
+    holders: int = 0
+    before: float = 0.0  # the interval before the first holder
+
+
+_gil = _GilHolders()
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import httpx
 import pytest
 import trio
 from fgcpay.domain import ids
-from fgcpay.service import GIL_SWITCH_SECONDS
+from fgcpay.service import GIL_SWITCH_SECONDS, gil_switch_interval
 from fgcpay.settings import Settings
 from fgcpay.storage import merchants
 from helpers import Server, start_server
@@ -156,4 +156,15 @@ async def test_a_serving_worker_lets_its_trio_thread_keep_the_gil_longer(
     assert sys.getswitchinterval() == GIL_SWITCH_SECONDS
     server.stop.set()
     await server.stopped.wait()
+    assert sys.getswitchinterval() == before
+
+
+def test_services_in_one_process_hand_the_gil_interval_back_whatever_order_they_stop_in() -> None:
+    before = sys.getswitchinterval()
+    first, second = gil_switch_interval(), gil_switch_interval()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # the first to start stops first: the second serves on
+    assert sys.getswitchinterval() == GIL_SWITCH_SECONDS
+    second.__exit__(None, None, None)
     assert sys.getswitchinterval() == before
