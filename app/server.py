@@ -31,16 +31,22 @@ hypercorn's own protocol, so a request hypercorn's h2 cannot parse gets its own 
    comes (at once: Quart hands over an answer's start and body together) and goes out
    with it in one send, and an empty end sends nothing: on the create path this was
    a tenth of the server's CPU per request.
+5. Hypercorn times a connection's keep-alive with a task of its own, cancelled when a
+   request arrives and started anew when its answer has gone out: two tasks' lives,
+   a lock and a cancellation for every request. From a connection's first request on,
+   one task per connection does it, with a deadline that moves (`_KeepAlive`).
 
 Timeouts: a connection that sends no complete request head within `KEEP_ALIVE_SECONDS`
-(idle between requests, or headers never finished) is closed by hypercorn's keep-alive
-timer; a request body that does not arrive within `BODY_TIMEOUT_SECONDS` is answered 408
-by the app (`fgcpay.http.plumbing`), then closed as above.
+(idle between requests, or headers never finished) is closed: by hypercorn's keep-alive
+timer until its first request, by `_KeepAlive` (5.) after it. A request body that does
+not arrive within `BODY_TIMEOUT_SECONDS` is answered 408 by the app
+(`fgcpay.http.plumbing`), then closed as above.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
@@ -50,7 +56,7 @@ import h11
 import hypercorn.protocol
 import trio
 from hypercorn.config import Config
-from hypercorn.events import Closed, Event, RawData
+from hypercorn.events import Closed, Event, RawData, Updated
 from hypercorn.protocol.events import Body, EndBody, Response
 from hypercorn.protocol.events import Event as StreamEvent
 from hypercorn.protocol.h11 import H11Protocol
@@ -125,7 +131,7 @@ def install() -> None:
 
 
 class FgcpayH11Protocol(H11Protocol):
-    """Hypercorn's HTTP/1.1 protocol with the three changes in the module docstring."""
+    """Hypercorn's HTTP/1.1 protocol with the changes in the module docstring."""
 
     def __init__(
         self,
@@ -150,6 +156,7 @@ class FgcpayH11Protocol(H11Protocol):
         # The start of the request head being received, to name its path in an error
         # answer: h11 drops a complete head it could not parse from its buffer.
         self._head_start = b""
+        self._keep_alive: _KeepAlive | None = None  # from the first request on
         if self._ours:
             self.send = self._send_or_linger
 
@@ -157,6 +164,8 @@ class FgcpayH11Protocol(H11Protocol):
         if self._ours:
             if isinstance(event, Closed) or (isinstance(event, RawData) and not event.data):
                 self._peer_done.set()
+                if isinstance(event, Closed) and self._keep_alive is not None:
+                    self._keep_alive.end()
             if self._lingering and isinstance(event, RawData):
                 return  # the rest of a request already answered: read and dropped
             if isinstance(event, RawData):
@@ -253,6 +262,9 @@ class FgcpayH11Protocol(H11Protocol):
         return state is h11.SEND_BODY or state is h11.ERROR
 
     async def _send_or_linger(self, event: Event) -> None:
+        if isinstance(event, Updated):
+            await self._keep_alive_update(event.idle)
+            return
         if isinstance(event, Closed) and self._peer_sending() and not self._peer_done.is_set():
             if not self._lingering:
                 self._lingering = True
@@ -264,6 +276,54 @@ class FgcpayH11Protocol(H11Protocol):
         with trio.move_on_after(LINGER_SECONDS):
             await self._peer_done.wait()
         await self._server_send(Closed())
+
+    async def _keep_alive_update(self, idle: bool) -> None:
+        """The connection is idle (its answer went out) or busy (a request came)."""
+        timer = self._keep_alive
+        if timer is None:
+            # The server's own timer runs from the connection's start until its first
+            # request; this one takes over from there.
+            await self._server_send(Updated(idle=idle))
+            if idle:
+                return
+            timer = self._keep_alive = _KeepAlive(self.config.keep_alive_timeout)
+            self.task_group.spawn(timer.run, self.context, self._server_send)
+        timer.set_idle(idle)
+
+
+class _KeepAlive:
+    """Closes a connection idle for `seconds`, or idle when the worker is stopping: one
+    task for the connection's life, whose deadline each request and answer move (an
+    attribute write; hypercorn's own timer is a new task each time)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.idle = False
+        self.ended = False  # the connection is closed: nothing left to time
+        self._scope = trio.CancelScope()
+
+    def set_idle(self, idle: bool) -> None:
+        self.idle = idle
+        self._scope.deadline = trio.current_time() + self.seconds if idle else math.inf
+
+    def end(self) -> None:
+        self.ended = True
+        self._scope.cancel()
+
+    async def run(self, context: WorkerContext, send: Callable[[Event], Awaitable[None]]) -> None:
+        while True:
+            with self._scope:
+                await context.terminated.wait()
+            if self.ended:
+                return
+            if self.idle:  # past the deadline, or the worker is stopping
+                with trio.CancelScope(shield=True):
+                    await send(Closed())
+                return
+            if context.terminated.is_set():
+                return  # busy: closed after its answer (hypercorn recycles none now)
+            # The deadline passed as a request came, before this task ran: time anew.
+            self._scope = trio.CancelScope()
 
 
 def request_path(received: bytes) -> str | None:

@@ -236,6 +236,121 @@ async def test_a_connection_idle_after_an_answer_is_closed(
     assert trio.current_time() - started >= KEEP_ALIVE_SECONDS
 
 
+async def test_each_answer_gives_a_kept_alive_connection_the_whole_keep_alive_again(
+    slow_server: Server, clock: trio.testing.MockClock
+) -> None:
+    connection = await open_raw(slow_server.url)
+    for _ in range(3):  # 2.4 timeouts in all: each answer starts the timer anew
+        await connection.send(request_head("GET", "/healthz", {}))
+        assert (await connection.response()).status == 200
+        clock.jump(KEEP_ALIVE_SECONDS * 0.8)
+        await trio.testing.wait_all_tasks_blocked()  # a timer that was due has fired
+    await connection.send(request_head("GET", "/healthz", {}))
+    assert (await connection.response()).status == 200
+    answered = trio.current_time()
+    with trio.fail_after(KEEP_ALIVE_SECONDS + 5):
+        await connection.closed_by_server()
+    assert trio.current_time() - answered >= KEEP_ALIVE_SECONDS
+
+
+async def test_a_request_slower_than_the_keep_alive_is_answered_on_a_kept_alive_connection(
+    slow_server: Server, clock: trio.testing.MockClock
+) -> None:
+    connection = await open_raw(slow_server.url)
+    await connection.send(request_head("GET", "/healthz", {}))
+    assert (await connection.response()).status == 200
+    rest = await _post_in_flight(slow_server, connection)
+    clock.jump(KEEP_ALIVE_SECONDS + 1)  # the rest of the body comes late, within 30 s
+    await trio.testing.wait_all_tasks_blocked()
+    await connection.send(rest)
+    created = await connection.response()
+    assert created.status == 201, created.body
+    await connection.send(request_head("GET", "/healthz", {}))
+    assert (await connection.response()).status == 200
+
+
+async def _post_in_flight(server: Server, connection: RawConnection) -> bytes:
+    """A create sent on `connection` but for its body's end (returned): in flight."""
+    merchant = await server.merchant()
+    body = json.dumps(VALID_BODY).encode()
+    await connection.send(
+        request_head(
+            "POST",
+            "/api/v1/checkout/sessions",
+            {
+                "Authorization": f"Bearer {merchant.key}",
+                "Content-Type": "application/json",
+                "Content-Length": str(len(body)),
+            },
+        )
+        + body[:10]
+    )
+    await trio.testing.wait_all_tasks_blocked()  # the server has the head: the request is on
+    return body[10:]
+
+
+async def test_a_stopping_server_answers_a_request_in_flight_on_a_kept_alive_connection(
+    slow_server: Server, clock: trio.testing.MockClock
+) -> None:
+    connection = await open_raw(slow_server.url)
+    await connection.send(request_head("GET", "/healthz", {}))
+    assert (await connection.response()).status == 200
+    rest = await _post_in_flight(slow_server, connection)
+    slow_server.stop.set()
+    await trio.testing.wait_all_tasks_blocked()
+    await connection.send(rest)
+    with trio.fail_after(KEEP_ALIVE_SECONDS + 5):
+        created = await connection.response()
+        assert created.status == 201, created.body
+        await connection.closed_by_server()  # then closed: the server is stopping
+
+
+async def test_a_stopping_server_closes_its_idle_kept_alive_connections_at_once(
+    slow_server: Server, clock: trio.testing.MockClock
+) -> None:
+    connections = [await open_raw(slow_server.url) for _ in range(3)]
+    for connection in connections:
+        await connection.send(request_head("GET", "/healthz", {}))
+        assert (await connection.response()).status == 200
+    stopping = trio.current_time()
+    slow_server.stop.set()
+    with trio.fail_after(KEEP_ALIVE_SECONDS + 5):
+        for connection in connections:
+            await connection.closed_by_server()
+        await slow_server.stopped.wait()
+    assert trio.current_time() - stopping < KEEP_ALIVE_SECONDS
+
+
+class _SpawnedTasks(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.names.append(task.name)
+
+
+async def test_a_kept_alive_connection_times_its_keep_alive_with_one_task(
+    server: Server,
+) -> None:
+    # Hypercorn's own timer is a task cancelled at each request and started anew after
+    # each answer: that was work on every request (fgcpay.server, 5.).
+    connection = await open_raw(server.url)
+    spawned = _SpawnedTasks()
+    with trio.fail_after(DEADLINE):
+        await connection.send(request_head("GET", "/healthz", {}))  # the timers start
+        assert (await connection.response()).status == 200
+        trio.lowlevel.add_instrument(spawned)
+        try:
+            for _ in range(20):
+                await connection.send(request_head("GET", "/healthz", {}))
+                assert (await connection.response()).status == 200
+        finally:
+            trio.lowlevel.remove_instrument(spawned)
+    assert len(spawned.names) >= 20  # each request's own task at least: the count works
+    timers = [name for name in spawned.names if "idle" in name.lower() or "keep" in name.lower()]
+    assert timers == []
+
+
 async def test_headers_never_finished_are_closed_after_the_keep_alive_timeout(
     slow_server: Server,
     clock: trio.testing.MockClock,
