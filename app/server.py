@@ -59,7 +59,7 @@ from hypercorn.config import Config
 from hypercorn.events import Closed, Event, RawData, Updated
 from hypercorn.protocol.events import Body, EndBody, Response
 from hypercorn.protocol.events import Event as StreamEvent
-from hypercorn.protocol.h11 import H11Protocol
+from hypercorn.protocol.h11 import H2CProtocolRequiredError, H2ProtocolAssumedError, H11Protocol
 from hypercorn.typing import (
     AppWrapper,
     ConnectionState,
@@ -173,7 +173,14 @@ class FgcpayH11Protocol(H11Protocol):
                     self._head_start = (self._head_start + event.data)[:_MAX_REQUEST_LINE]
                 else:
                     self._head_start = b""
-        await super().handle(event)
+        try:
+            await super().handle(event)
+        except (H2CProtocolRequiredError, H2ProtocolAssumedError):
+            # HTTP/2 takes the connection over, timed by hypercorn's own timer again (its
+            # protocol tells the server when it is idle): this one has nothing left to do.
+            if self._keep_alive is not None:
+                self._keep_alive.end()
+            raise
 
     async def _maybe_recycle(self) -> None:
         await super()._maybe_recycle()

@@ -351,6 +351,46 @@ async def test_a_kept_alive_connection_times_its_keep_alive_with_one_task(
     assert timers == []
 
 
+class _KeepAliveTimers(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.started = 0
+        self.ended = trio.Event()
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.started += "_KeepAlive" in task.name
+
+    def task_exited(self, task: trio.lowlevel.Task) -> None:
+        if "_KeepAlive" in task.name:
+            self.ended.set()
+
+
+async def test_a_kept_alive_connection_upgraded_to_h2c_leaves_no_timer_behind(
+    server: Server,
+) -> None:
+    timers = _KeepAliveTimers()
+    trio.lowlevel.add_instrument(timers)
+    try:
+        connection = await open_raw(server.url)
+        with trio.fail_after(DEADLINE):
+            await connection.send(request_head("GET", "/healthz", {}))
+            assert (await connection.response()).status == 200
+            assert timers.started == 1
+            upgrade = {
+                "Connection": "Upgrade, HTTP2-Settings",
+                "Upgrade": "h2c",
+                "HTTP2-Settings": "AAMAAABkAARAAAAAAAIAAAAA",
+            }
+            await connection.send(request_head("GET", "/healthz", upgrade))
+            while b"\r\n\r\n" not in connection.buffer:
+                assert await connection._more()
+            assert connection.buffer.startswith(b"HTTP/1.1 101 ")
+            await connection.stream.aclose()
+            # HTTP/2 has the connection now; once it closes, its HTTP/1.1 timer ends too.
+            await timers.ended.wait()
+    finally:
+        trio.lowlevel.remove_instrument(timers)
+
+
 async def test_headers_never_finished_are_closed_after_the_keep_alive_timeout(
     slow_server: Server,
     clock: trio.testing.MockClock,
