@@ -1,11 +1,13 @@
 """Creates against the ceiling of the same stack (bench/echo_app.py: the same request
 echoed), both measured in this run, the service with its request log at INFO; on
-PostgreSQL also 2 workers against 1. docs/performance.md, "Creates", says how."""
+PostgreSQL also 2 workers against 1, in the same rounds. docs/performance.md, "Creates",
+says how."""
 
 from __future__ import annotations
 
 import json
 import statistics
+from contextlib import AsyncExitStack
 from typing import Any
 
 from ..core import CREATE_BODY, CREATE_PATH, Backend, Server, echo_server, quiet, running
@@ -41,10 +43,18 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
 
     service = b.server(FGCPAY_LOG_LEVEL="INFO")
     echo = echo_server(b.cwd, b.workers)
-    async with running(service), running(echo):
-        for _ in range(p.rounds):  # alternating, so that a change of the machine's load hits both
+    # With several workers, one worker on the same database too, in the same rounds.
+    one = b.server("fgcpay-1w", workers=1, FGCPAY_LOG_LEVEL="INFO") if b.workers > 1 else None
+    singles: list[Load] = []
+    async with AsyncExitStack() as servers:
+        for server in (service, echo, one):
+            if server is not None:
+                await servers.enter_async_context(running(server))
+        for _ in range(p.rounds):  # alternating, so that a change of the machine's load hits all
             await measure(service, creates, b.db_pid)
             await measure(echo, echoes, None)
+            if one is not None:
+                await measure(one, singles, b.db_pid)
         rps, ceiling = (statistics.median(x.rps for x in loads) for loads in (creates, echoes))
         create, bare = (sorted(x, key=lambda x: x.rps)[len(x) // 2] for x in (creates, echoes))
         bad = sum(x.bad for x in creates + echoes)
@@ -67,8 +77,12 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
 
                 seconds = p.profile_seconds
                 ctx.profiles.append(await profile(label, server.pids(), seconds, b.cwd, load))
-    if b.workers > 1:
-        async with running(b.server("fgcpay-1w", workers=1, FGCPAY_LOG_LEVEL="INFO")) as one:
-            await quiet()
-            single = await wrk(one, lua, p.seconds, p.connections, p.warmup, db=b.db_pid)
-        ctx.add(b, "scaling", rps / single.rps, f"{rps:,.0f} vs {single.rps:,.0f} req/s")
+    if singles:
+        alone = statistics.median(x.rps for x in singles)
+        pairs = [c.rps / x.rps for c, x in zip(creates, singles, strict=True)]
+        ctx.add(
+            b,
+            "scaling",
+            rps / alone,
+            f"{rps:,.0f} vs {alone:,.0f} req/s; each round {min(pairs):.2f}-{max(pairs):.2f}x",
+        )
