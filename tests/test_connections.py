@@ -86,6 +86,18 @@ class RawConnection:
         while await self._more():
             pass
 
+    async def healthz(self) -> None:
+        """One request answered on this connection: `GET /healthz`, 200."""
+        await self.send(request_head("GET", "/healthz", {}))
+        assert (await self.response()).status == 200
+
+    async def closed_after_the_keep_alive(self) -> None:
+        """Closed by the server, a whole keep-alive from now (the MockClock's time)."""
+        started = trio.current_time()
+        with trio.fail_after(KEEP_ALIVE_SECONDS + 5):
+            await self.closed_by_server()
+        assert trio.current_time() - started >= KEEP_ALIVE_SECONDS
+
 
 async def open_raw(url: str) -> RawConnection:
     parts = urlsplit(url)
@@ -218,22 +230,15 @@ async def test_an_idle_connection_is_closed_after_the_keep_alive_timeout(
     clock: trio.testing.MockClock,
 ) -> None:
     connection = await open_raw(slow_server.url)
-    started = trio.current_time()
-    with trio.fail_after(KEEP_ALIVE_SECONDS + 5):
-        await connection.closed_by_server()
-    assert trio.current_time() - started >= KEEP_ALIVE_SECONDS
+    await connection.closed_after_the_keep_alive()
 
 
 async def test_a_connection_idle_after_an_answer_is_closed(
     slow_server: Server, clock: trio.testing.MockClock
 ) -> None:
     connection = await open_raw(slow_server.url)
-    await connection.send(request_head("GET", "/healthz", {}))
-    assert (await connection.response()).status == 200
-    started = trio.current_time()
-    with trio.fail_after(KEEP_ALIVE_SECONDS + 5):
-        await connection.closed_by_server()
-    assert trio.current_time() - started >= KEEP_ALIVE_SECONDS
+    await connection.healthz()
+    await connection.closed_after_the_keep_alive()
 
 
 async def test_each_answer_gives_a_kept_alive_connection_the_whole_keep_alive_again(
@@ -241,32 +246,25 @@ async def test_each_answer_gives_a_kept_alive_connection_the_whole_keep_alive_ag
 ) -> None:
     connection = await open_raw(slow_server.url)
     for _ in range(3):  # 2.4 timeouts in all: each answer starts the timer anew
-        await connection.send(request_head("GET", "/healthz", {}))
-        assert (await connection.response()).status == 200
+        await connection.healthz()
         clock.jump(KEEP_ALIVE_SECONDS * 0.8)
         await trio.testing.wait_all_tasks_blocked()  # a timer that was due has fired
-    await connection.send(request_head("GET", "/healthz", {}))
-    assert (await connection.response()).status == 200
-    answered = trio.current_time()
-    with trio.fail_after(KEEP_ALIVE_SECONDS + 5):
-        await connection.closed_by_server()
-    assert trio.current_time() - answered >= KEEP_ALIVE_SECONDS
+    await connection.healthz()
+    await connection.closed_after_the_keep_alive()
 
 
 async def test_a_request_slower_than_the_keep_alive_is_answered_on_a_kept_alive_connection(
     slow_server: Server, clock: trio.testing.MockClock
 ) -> None:
     connection = await open_raw(slow_server.url)
-    await connection.send(request_head("GET", "/healthz", {}))
-    assert (await connection.response()).status == 200
+    await connection.healthz()
     rest = await _post_in_flight(slow_server, connection)
     clock.jump(KEEP_ALIVE_SECONDS + 1)  # the rest of the body comes late, within 30 s
     await trio.testing.wait_all_tasks_blocked()
     await connection.send(rest)
     created = await connection.response()
     assert created.status == 201, created.body
-    await connection.send(request_head("GET", "/healthz", {}))
-    assert (await connection.response()).status == 200
+    await connection.healthz()
 
 
 async def _post_in_flight(server: Server, connection: RawConnection) -> bytes:
@@ -293,8 +291,7 @@ async def test_a_stopping_server_answers_a_request_in_flight_on_a_kept_alive_con
     slow_server: Server, clock: trio.testing.MockClock
 ) -> None:
     connection = await open_raw(slow_server.url)
-    await connection.send(request_head("GET", "/healthz", {}))
-    assert (await connection.response()).status == 200
+    await connection.healthz()
     rest = await _post_in_flight(slow_server, connection)
     slow_server.stop.set()
     await trio.testing.wait_all_tasks_blocked()
@@ -310,8 +307,7 @@ async def test_a_stopping_server_closes_its_idle_kept_alive_connections_at_once(
 ) -> None:
     connections = [await open_raw(slow_server.url) for _ in range(3)]
     for connection in connections:
-        await connection.send(request_head("GET", "/healthz", {}))
-        assert (await connection.response()).status == 200
+        await connection.healthz()
     stopping = trio.current_time()
     slow_server.stop.set()
     with trio.fail_after(KEEP_ALIVE_SECONDS + 5):
@@ -321,12 +317,19 @@ async def test_a_stopping_server_closes_its_idle_kept_alive_connections_at_once(
     assert trio.current_time() - stopping < KEEP_ALIVE_SECONDS
 
 
-class _SpawnedTasks(trio.abc.Instrument):
+class _Tasks(trio.abc.Instrument):
+    """The names of the tasks spawned while installed; whether a keep-alive timer ended."""
+
     def __init__(self) -> None:
-        self.names: list[str] = []
+        self.spawned: list[str] = []
+        self.keep_alive_ended = trio.Event()
 
     def task_spawned(self, task: trio.lowlevel.Task) -> None:
-        self.names.append(task.name)
+        self.spawned.append(task.name)
+
+    def task_exited(self, task: trio.lowlevel.Task) -> None:
+        if "_KeepAlive" in task.name:
+            self.keep_alive_ended.set()
 
 
 async def test_a_kept_alive_connection_times_its_keep_alive_with_one_task(
@@ -335,46 +338,30 @@ async def test_a_kept_alive_connection_times_its_keep_alive_with_one_task(
     # Hypercorn's own timer is a task cancelled at each request and started anew after
     # each answer: that was work on every request (fgcpay.server, 5.).
     connection = await open_raw(server.url)
-    spawned = _SpawnedTasks()
+    spawned = _Tasks()
     with trio.fail_after(DEADLINE):
-        await connection.send(request_head("GET", "/healthz", {}))  # the timers start
-        assert (await connection.response()).status == 200
+        await connection.healthz()  # the timers start
         trio.lowlevel.add_instrument(spawned)
         try:
             for _ in range(20):
-                await connection.send(request_head("GET", "/healthz", {}))
-                assert (await connection.response()).status == 200
+                await connection.healthz()
         finally:
             trio.lowlevel.remove_instrument(spawned)
-    assert len(spawned.names) >= 20  # each request's own task at least: the count works
-    timers = [name for name in spawned.names if "idle" in name.lower() or "keep" in name.lower()]
+    assert len(spawned.spawned) >= 20  # each request's own task at least: the count works
+    timers = [name for name in spawned.spawned if "idle" in name.lower() or "keep" in name.lower()]
     assert timers == []
-
-
-class _KeepAliveTimers(trio.abc.Instrument):
-    def __init__(self) -> None:
-        self.started = 0
-        self.ended = trio.Event()
-
-    def task_spawned(self, task: trio.lowlevel.Task) -> None:
-        self.started += "_KeepAlive" in task.name
-
-    def task_exited(self, task: trio.lowlevel.Task) -> None:
-        if "_KeepAlive" in task.name:
-            self.ended.set()
 
 
 async def test_a_kept_alive_connection_upgraded_to_h2c_leaves_no_timer_behind(
     server: Server,
 ) -> None:
-    timers = _KeepAliveTimers()
-    trio.lowlevel.add_instrument(timers)
+    tasks = _Tasks()
+    trio.lowlevel.add_instrument(tasks)
     try:
         connection = await open_raw(server.url)
         with trio.fail_after(DEADLINE):
-            await connection.send(request_head("GET", "/healthz", {}))
-            assert (await connection.response()).status == 200
-            assert timers.started == 1
+            await connection.healthz()
+            assert sum("_KeepAlive" in name for name in tasks.spawned) == 1
             upgrade = {
                 "Connection": "Upgrade, HTTP2-Settings",
                 "Upgrade": "h2c",
@@ -386,9 +373,9 @@ async def test_a_kept_alive_connection_upgraded_to_h2c_leaves_no_timer_behind(
             assert connection.buffer.startswith(b"HTTP/1.1 101 ")
             await connection.stream.aclose()
             # HTTP/2 has the connection now; once it closes, its HTTP/1.1 timer ends too.
-            await timers.ended.wait()
+            await tasks.keep_alive_ended.wait()
     finally:
-        trio.lowlevel.remove_instrument(timers)
+        trio.lowlevel.remove_instrument(tasks)
 
 
 async def test_headers_never_finished_are_closed_after_the_keep_alive_timeout(
