@@ -138,8 +138,10 @@ async def test_a_10_mb_post_gets_413_then_the_next_request_on_the_client_works(
     assert big.json()["code"] == "payload_too_large"
     assert big.json()["request_id"] == big.headers["Request-Id"]
     assert_rate_limit_headers(big.headers)
-    # The rest of the body is not read: the answer says the connection ends.
-    assert big.headers["Connection"] == "close"
+    # Whether the answer says `Connection: close` depends on whether the whole body had
+    # arrived before it went out (a loaded machine may read all 10 MB first, and then the
+    # connection is rightly kept): the raw-socket test below sends the head alone, and
+    # checks the close where it is certain.
 
 
 async def test_a_401_with_a_body_keeps_the_httpx_connection(server: Server) -> None:
