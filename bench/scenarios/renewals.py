@@ -115,22 +115,18 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
     seconds = max((last - first) / 1e6, 1e-6)
     ctx.add(b, "rate", renewed / seconds, f"{renewed:,} in {seconds:.1f} s; CPU {window.per(renewed)} "
             f"ms/renewal; {during:,} events delivered meanwhile; checks {wrong or 'ok'}")  # fmt: skip
-    rss = "; ".join(
-        f"{a:.1f} / {c:.1f} / {d:.1f}" for a, c, d in zip(before, burst1, idle, strict=True)
+    wait = f"{p.idle_wait:.0f} s later"
+    add_rss(ctx, b, "memory", (before, burst1, idle), f"before / after the burst / {wait}")
+    add_rss(ctx, b, "again", (idle, burst2, again),
+            f"after the first burst's idle time / the second burst / {wait}")  # fmt: skip
+
+
+def add_rss(ctx: Ctx, b: Backend, key: str, rss: tuple[list[float], ...], what: str) -> None:
+    """The figure `key`: the largest last / first RSS over the processes, with each
+    process's (first, middle, last) readings."""
+    first, middle, last = rss
+    each = "; ".join(
+        f"{a:.1f} / {c:.1f} / {d:.1f}" for a, c, d in zip(first, middle, last, strict=True)
     )
-    ctx.add(
-        b,
-        "memory",
-        max(d / a for a, d in zip(before, idle, strict=True) if a),
-        f"MiB before / after the burst / {p.idle_wait:.0f} s later, each process: {rss}",
-    )
-    rss = "; ".join(
-        f"{a:.1f} / {c:.1f} / {d:.1f}" for a, c, d in zip(idle, burst2, again, strict=True)
-    )
-    ctx.add(
-        b,
-        "again",
-        max(d / a for a, d in zip(idle, again, strict=True) if a),
-        f"MiB after the first burst's idle time / the second burst / {p.idle_wait:.0f} s"
-        f" later, each process: {rss}",
-    )
+    ratio = max(d / a for a, d in zip(first, last, strict=True) if a)
+    ctx.add(b, key, ratio, f"MiB {what}, each process: {each}")
