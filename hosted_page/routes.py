@@ -264,8 +264,8 @@ def _not_found_json() -> Response:
 
 @blueprint.websocket("/checkout/<session_id>/ws")
 async def status_socket(session_id: str) -> Response | None:
-    """Sends `{"id", "status"}` at once and after every change; closes once final (for a
-    subscription, once approved too: `views.stops_at`).
+    """Sends `{"id", "status"}` at once and after every change; closes once final
+    (`views.stops_at`: a subscription's page stays live while active or past due).
 
     An unknown id is refused in the handshake with 404. While the database (or the
     session's actor) cannot answer, it closes with 1013 "Try Again Later".

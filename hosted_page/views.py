@@ -7,24 +7,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from fgcpay.domain import checkout, customers, money, periods, subscriptions
 from fgcpay.domain.checkout import CheckoutSession
-from fgcpay.domain.states import StateMachine
 from fgcpay.domain.subscriptions import Subscription
 
 # What the page shows: a session to pay or a subscription to approve (the id says which).
 Shown = CheckoutSession | Subscription
 
 
-def _stops_at(machine: StateMachine, customer_transition: str) -> frozenset[str]:
-    # The page is where the customer makes one transition; it follows the status only
-    # while that transition can still happen. For a session that is exactly the table's
-    # final statuses; for a subscription it adds `active` and `past_due` (approved:
-    # nothing is left for the customer to do here).
-    return frozenset(machine.statuses) - machine.transition(customer_transition).sources
-
-
-# Where the page stops following, per resource it shows: derived from the tables.
-SESSION_STOPS = _stops_at(checkout.STATES, "pay")
-SUBSCRIPTION_STOPS = _stops_at(subscriptions.STATES, "approve")
+# Where the page stops following, per resource it shows: the statuses no transition
+# leaves, from the tables. Until then the status can still change, and the page shows it
+# without a reload (an active subscription cancelled elsewhere reads `cancelled`).
+SESSION_STOPS = checkout.STATES.final
+SUBSCRIPTION_STOPS = subscriptions.STATES.final
 # Every status at which any page stops (the two tables share no status name).
 FINAL_STATUSES = SESSION_STOPS | SUBSCRIPTION_STOPS
 

@@ -117,6 +117,36 @@ async def test_an_approval_in_another_tab_turns_this_tab_approved(
     await in_browser(scenario)
 
 
+async def test_an_active_subscription_cancelled_elsewhere_turns_its_page_cancelled(
+    server: Server,
+) -> None:
+    merchant, sub = await subscription_to_approve(server)
+    await server.running.service.subscriptions.approve(sub.id, "TEST-0001", "1234")
+    page_open = threading.Event()
+    cancelled = threading.Event()
+
+    def scenario() -> None:
+        with browser() as b:
+            page = b.new_page()
+            try:
+                page.goto(page_url(server, sub))
+                page.get_by_test_id("active").wait_for(state="visible", timeout=WAIT_MS)
+            finally:
+                page_open.set()  # on failure too, so the test ends and reports it
+            cancelled.wait(timeout=30)
+            # No reload: the page's live channel brings the cancel.
+            page.get_by_test_id("cancelled").wait_for(state="visible", timeout=WAIT_MS)
+            assert not page.get_by_test_id("active").is_visible()
+            screenshot(page, f"subscription-cancelled-elsewhere-{server.db.dialect}")
+
+    async with trio.open_nursery() as inner:
+        inner.start_soon(in_browser, scenario)
+        await trio.to_thread.run_sync(page_open.wait)
+        response = await merchant.post(f"/subscriptions/{sub.id}/cancel")
+        assert response.status_code == 200, response.text
+        cancelled.set()
+
+
 async def test_a_wrong_pin_shows_the_message(server: Server) -> None:
     _, session = await new_session(server)
 

@@ -9,7 +9,7 @@ import trio
 import trio.testing
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
-from helpers import Server, start_server
+from helpers import Server, start_server, subscription_to_approve
 from hosted import Customer, new_session
 from trio_websocket import ConnectionClosed, ConnectionRejected, open_websocket_url
 
@@ -122,5 +122,23 @@ async def test_a_payment_in_one_process_reaches_a_socket_held_by_another(
         await customer.close()
         with trio.fail_after(30):
             assert json.loads(await ws.get_message()) == {"id": sid, "status": "paid"}
+    await first.shutdown()
+    await second.shutdown()
+
+
+async def test_a_cancel_in_one_process_reaches_an_active_subscriptions_socket_in_another(
+    nursery: trio.Nursery, postgres_settings: Settings
+) -> None:
+    first = await start_server(nursery, postgres_settings)
+    second = await start_server(nursery, postgres_settings)
+    merchant, sub = await subscription_to_approve(first)
+    await first.running.service.subscriptions.approve(sub.id, "TEST-0001", "1234")
+    async with open_websocket_url(ws_url(second, sub.id)) as ws:
+        assert json.loads(await ws.get_message()) == {"id": sub.id, "status": "active"}
+        cancelled = await merchant.post(f"/subscriptions/{sub.id}/cancel")
+        assert cancelled.status_code == 200, cancelled.text
+        # The first process's commit reaches the second through PostgreSQL's notifications.
+        with trio.fail_after(30):
+            assert json.loads(await ws.get_message()) == {"id": sub.id, "status": "cancelled"}
     await first.shutdown()
     await second.shutdown()

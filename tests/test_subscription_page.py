@@ -73,15 +73,16 @@ async def test_the_page_shows_the_amount_with_its_interval_and_approve(
     await customer.close()
 
 
-async def test_the_page_stops_following_once_approved_or_final(server: Server) -> None:
+async def test_the_page_follows_until_the_subscription_can_no_longer_change(
+    server: Server,
+) -> None:
     _, sub = await subscription_to_approve(server)
     customer = Customer(server)
     page = await customer.open(sub.id)
-    # From the table: every status approval does not leave from (active, past_due, and
-    # the final ones).
-    assert _final_statuses(page.text) == {"active", "past_due", "cancelled", "ended"}
-    assert subs.STATES.final <= _final_statuses(page.text)
-    assert subs.PAUSED not in _final_statuses(page.text)
+    # From the table: only the statuses no transition leaves. An active or past-due
+    # subscription can still be cancelled (or end), and its page shows it.
+    assert _final_statuses(page.text) == {"cancelled", "ended"}
+    assert _final_statuses(page.text) == set(subs.STATES.final)
     await customer.close()
 
 
@@ -299,29 +300,50 @@ def _ws_url(server: Server, page_id: str) -> str:
     return server.url.replace("http://", "ws://") + f"/checkout/{page_id}/ws"
 
 
-async def test_the_websocket_reports_active_then_closes(server: Server) -> None:
-    _, sub = await subscription_to_approve(server)
+async def test_the_websocket_stays_open_once_active_and_reports_a_cancel(
+    server: Server,
+) -> None:
+    merchant, sub = await subscription_to_approve(server)
     async with open_websocket_url(_ws_url(server, sub.id)) as ws:
         assert json.loads(await ws.get_message()) == {"id": sub.id, "status": "paused"}
         customer = Customer(server)
         assert (await customer.pay(sub.id)).status_code == 303
         await customer.close()
         assert json.loads(await ws.get_message()) == {"id": sub.id, "status": "active"}
-        # Approved: nothing more for the customer to follow on this page.
+        # Approved, yet it can still change: cancelled through the API, the page hears it.
+        cancelled = await merchant.post(f"/subscriptions/{sub.id}/cancel")
+        assert cancelled.status_code == 200, cancelled.text
+        assert json.loads(await ws.get_message()) == {"id": sub.id, "status": "cancelled"}
+        # Cancelled is final: nothing more can change, the socket closes.
         with pytest.raises(ConnectionClosed) as closed:
             await ws.get_message()
         assert closed.value.reason is not None and closed.value.reason.code == 1000
 
 
-async def test_the_websocket_of_an_active_subscription_sends_it_and_closes(
+async def test_the_websocket_of_an_active_subscription_follows_it_until_cancelled(
     server: Server,
 ) -> None:
-    _, sub = await subscription_to_approve(server)
+    merchant, sub = await subscription_to_approve(server)
     await server.running.service.subscriptions.approve(sub.id, "TEST-0001", "1234")
     async with open_websocket_url(_ws_url(server, sub.id)) as ws:
         assert json.loads(await ws.get_message()) == {"id": sub.id, "status": "active"}
+        cancelled = await merchant.post(f"/subscriptions/{sub.id}/cancel")
+        assert cancelled.status_code == 200, cancelled.text
+        assert json.loads(await ws.get_message()) == {"id": sub.id, "status": "cancelled"}
         with pytest.raises(ConnectionClosed):
             await ws.get_message()
+
+
+async def test_the_websocket_of_a_cancelled_subscription_sends_it_and_closes(
+    server: Server,
+) -> None:
+    merchant, sub = await subscription_to_approve(server)
+    await server.running.service.subscriptions.cancel(merchant.id, sub.id)
+    async with open_websocket_url(_ws_url(server, sub.id)) as ws:
+        assert json.loads(await ws.get_message()) == {"id": sub.id, "status": "cancelled"}
+        with pytest.raises(ConnectionClosed) as closed:
+            await ws.get_message()
+        assert closed.value.reason is not None and closed.value.reason.code == 1000
 
 
 async def test_a_session_page_still_follows_only_its_own_table(server: Server) -> None:
