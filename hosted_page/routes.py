@@ -12,7 +12,7 @@ from fgcpay.actors.checkout_session import PAID, ConfirmResult
 from fgcpay.actors.subscription import APPROVED, ApproveResult
 from fgcpay.domain import checkout, errors, subscriptions
 from fgcpay.domain.subscriptions import Subscription
-from fgcpay.http.errors import database_unavailable
+from fgcpay.http.errors import api_error_response, database_unavailable
 from fgcpay.http.plumbing import current_service
 from fgcpay.storage import DatabaseUnavailable, merchants
 from quart import Blueprint, Response, redirect, render_template, request, websocket
@@ -70,14 +70,32 @@ async def _unavailable(error: Exception) -> Response:
     shortly, in HTML with 503 and `Retry-After`; the status poll gets the same as JSON."""
     busy = database_unavailable(error) if isinstance(error, DatabaseUnavailable) else error
     assert isinstance(busy, errors.Unavailable)
-    seconds = str(busy.retry_after_seconds)
-    if request.path.endswith("/status"):
-        body = {"code": busy.code, "message": busy.message, "details": None}
-        headers = {**security.page_headers(), "Retry-After": seconds}
-        return Response(json.dumps(body), 503, content_type="application/json", headers=headers)
+    if _is_status_poll():
+        return _json_error(busy)
     response = await _render("unavailable.html", {}, 503)
-    response.headers["Retry-After"] = seconds
+    response.headers["Retry-After"] = str(busy.retry_after_seconds)
     return response
+
+
+def _is_status_poll() -> bool:
+    return request.path.endswith("/status")
+
+
+def _json_error(error: errors.ServiceError) -> Response:
+    """An error of the status poll or of the socket's handshake: the service's one JSON
+    error answer (with its `request_id`), and the page's headers."""
+    response = api_error_response(error)
+    response.headers.update(security.page_headers())
+    return response
+
+
+async def error_page(error: errors.ServiceError) -> Response | None:
+    """The page's answer to an error under /checkout that no route answered (a path it
+    does not publish, a doubled or trailing slash included): the 404 page. Other errors,
+    and any error of the status poll, stay JSON."""
+    if error.status != 404 or _is_status_poll():
+        return None
+    return await _not_found()
 
 
 async def _find(page_id: str) -> views.Shown | None:
@@ -252,14 +270,7 @@ async def status(session_id: str) -> Response:
 
 
 def _not_found_json() -> Response:
-    body = {
-        "code": "not_found",
-        "message": "No such checkout session or subscription.",
-        "details": None,
-    }
-    return Response(
-        json.dumps(body), 404, content_type="application/json", headers=security.page_headers()
-    )
+    return _json_error(errors.NotFound("No such checkout session or subscription."))
 
 
 @blueprint.websocket("/checkout/<session_id>/ws")

@@ -41,9 +41,15 @@ def create_app(service: Service) -> QuartTrio:
         PROPAGATE_EXCEPTIONS=False,
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    app.url_map.strict_slashes = False
+    # Only the paths as published: a trailing or doubled slash matches nothing (a 404),
+    # where werkzeug would otherwise serve it or redirect to a URL built from the request's
+    # `Host` header.
+    app.url_map.strict_slashes = True
+    app.url_map.merge_slashes = False
     app.extensions["fgcpay"] = service
-    errors.register_error_handlers(app, {"/dashboard": dashboard.error_page})
+    errors.register_error_handlers(
+        app, {"/dashboard": dashboard.error_page, "/checkout": hosted_page.error_page}
+    )
     plumbing.install(app)
     app.register_blueprint(health.blueprint)
     app.register_blueprint(metrics.blueprint)

@@ -2,8 +2,8 @@
 
 Every error under /api/v1 (and every error the service raises outside the pages) is
 answered as JSON `{"code", "message", "details", "request_id"}`, never a stack trace. A
-path under a prefix of `ErrorPages` (the dashboard's) is a page a person reads in a
-browser: its errors are answered as that part's HTML page, with the same status. Unexpected exceptions are logged with their request id and answered 500
+path under a prefix of `ErrorPages` (the dashboard's, the hosted page's) is a page a person
+reads in a browser: its errors are answered as that part's HTML page, with the same status. Unexpected exceptions are logged with their request id and answered 500
 `internal_error` with no internals; the database being unavailable (`DatabaseUnavailable`)
 is answered 503 `service_unavailable` with `Retry-After`, as is every other 503.
 """
@@ -108,12 +108,16 @@ def error_body(code: str, message: str, details: Any, request_id: str) -> bytes:
 
 
 def api_error_response(error: errors.ServiceError) -> Response:
+    """The one JSON answer of an error, wherever it is answered (a route, an error handler,
+    a websocket's refused handshake): the ApiError body with the request's id, which the
+    `Request-Id` header repeats."""
     request_id = getattr(g, "request_id", "")
     response = Response(
         error_body(error.code, error.message, error.details_json(), request_id),
         status=error.status,
         content_type=JSON_TYPE,
     )
+    response.headers["Request-Id"] = request_id
     if isinstance(error, errors.Unauthenticated):
         response.headers["WWW-Authenticate"] = 'Bearer realm="fgcpay"'
     if isinstance(error, errors.RateLimited):
@@ -149,8 +153,9 @@ def from_http_exception(error: HTTPException) -> errors.ServiceError:
 
 
 # An HTML page for an error answered under a path prefix: (the error, as the API would
-# answer it) -> the page, with that status and headers.
-ErrorPage = Callable[[errors.ServiceError], Awaitable[Response]]
+# answer it) -> the page, with that status and headers; or None where that part answers
+# the error as JSON after all (the hosted page's status poll).
+ErrorPage = Callable[[errors.ServiceError], Awaitable[Response | None]]
 ErrorPages = Mapping[str, ErrorPage]
 
 
@@ -174,7 +179,9 @@ def register_error_handlers(app: QuartTrio, pages: ErrorPages | None = None) -> 
                 error_type=type(failure).__name__,
             )
             return response
-        for name in ("Retry-After", "WWW-Authenticate"):
+        if html is None:
+            return response
+        for name in ("Retry-After", "WWW-Authenticate", "Request-Id"):
             if name in response.headers:
                 html.headers[name] = response.headers[name]
         return html

@@ -82,6 +82,7 @@ def install(app: QuartTrio) -> None:
             _check_head(asked.method, asked.scope)
             if under_api:
                 here.request_body = await _receive_body(asked)
+            _check_published(asked.scope)
         except (errors.ServiceError, HTTPException):
             if under_api:
                 # Answered before authentication: counted like a failed one, per address.
@@ -102,6 +103,7 @@ def install(app: QuartTrio) -> None:
         g.started = time.perf_counter()
         g.principal = None
         g.rate = None
+        _check_published(websocket.scope)
         if websocket.path.startswith(API_PREFIX):
             try:
                 _check_head("GET", websocket.scope)
@@ -212,6 +214,15 @@ def rate_limit_headers(limiter: RateLimiter, verdict: Verdict) -> dict[str, str]
         "RateLimit-Policy": f'"default";q={limiter.burst};w={limiter.window_seconds}',
         "RateLimit": f'"default";r={verdict.remaining};t={verdict.reset_seconds}',
     }
+
+
+def _check_published(scope: Mapping[str, Any]) -> None:
+    """404 for a path with a doubled slash: no path is published with one. (Routing
+    refuses one inside a path, `merge_slashes` being off; but werkzeug strips a path's
+    leading slashes, so `//api/v1/...` would be served as `/api/v1/...`: hence the path as
+    it came, the scope's.)"""
+    if "//" in scope["path"]:
+        raise errors.NotFound("No such resource or path.")
 
 
 def _check_head(method: str, scope: Mapping[str, Any]) -> None:
