@@ -12,7 +12,7 @@ import trio
 from fgcpay.clock import Clock
 from fgcpay.domain import dashboard, ids
 from fgcpay.domain.dashboard import DashboardSession
-from fgcpay.domain.fields import EmailError, email_address
+from fgcpay.domain.fields import EmailError, email_address, unreadable
 from fgcpay.domain.merchants import (
     Merchant,
     hash_password,
@@ -80,6 +80,8 @@ class Accounts:
         name = name.strip()
         if not 1 <= len(name) <= MAX_NAME_LENGTH:
             problems["name"] = f"Enter your business name (1 to {MAX_NAME_LENGTH} characters)."
+        elif unreadable_name := unreadable(name):  # the hosted page shows it to customers
+            problems["name"] = f"Enter your business name as it reads: {unreadable_name}"
         try:
             email = normalize_email(email_address(email.strip()))
         except EmailError as error:

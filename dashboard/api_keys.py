@@ -5,6 +5,7 @@ reads the key from the database on every request, with no cache."""
 
 from __future__ import annotations
 
+from fgcpay.domain.fields import unreadable
 from fgcpay.domain.merchants import new_api_key
 from fgcpay.http.plumbing import current_service
 from fgcpay.storage import merchants
@@ -40,6 +41,10 @@ async def create_api_key() -> Response:
     if not 1 <= len(name) <= MAX_NAME_LENGTH:
         problem = f"Give the key a name of 1 to {MAX_NAME_LENGTH} characters."
         return await _list(400, name=name[:MAX_NAME_LENGTH], problem=problem)
+    if unreadable_name := unreadable(name):
+        return await _list(
+            400, name=name, problem=f"Give the key a name as it reads: {unreadable_name}"
+        )
     key = new_api_key(current().merchant.id, service.clock.now_us(), name)
     await service.db.write(merchants.insert_api_key, key.record)
     # Answered here, not after a redirect: the raw key is never stored anywhere to be

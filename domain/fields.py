@@ -38,13 +38,26 @@ METADATA_MAX_BYTES = 8 * 1024
 
 REQUIRED = "This field is required."
 UNKNOWN_FIELD = "Unknown field."
-# Not blank, and no control characters but tab, newline and carriage return (ECMA-262).
-NOT_BLANK_PATTERN = (
-    "^[^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f]*"
-    "[^\\x00-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
-    "[^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f]*$"
+# Invisible format characters (Unicode category Cf) of the basic plane, for the published
+# pattern (ECMA-262 without the `u` flag cannot name the others; the rule refuses them all,
+# by category, and tests/test_field_rules.py checks the two agree on this plane).
+_FORMAT_BMP = (
+    "\\xad\\u0600-\\u0605\\u061c\\u06dd\\u070f\\u0890\\u0891\\u08e2\\u180e"
+    "\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb"
 )
-TEXT_RULES = "Not blank, and no control characters other than tab, newline and carriage return."
+# Not blank, no control characters but tab, newline and carriage return (C0, DEL, C1),
+# and no invisible format characters (ECMA-262).
+NOT_BLANK_PATTERN = (
+    f"^[^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f{_FORMAT_BMP}]*"
+    "[^\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+    f"{_FORMAT_BMP}]"
+    f"[^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f{_FORMAT_BMP}]*$"
+)
+TEXT_RULES = (
+    "Not blank (whitespace only is blank); no control characters other than tab, newline "
+    "and carriage return, and no invisible format characters (Unicode category Cf: "
+    "zero-width and bidirectional controls such as U+200B, U+202E, U+2066)."
+)
 URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+(?:[/?#]\\S*)?$"
 URL_HOST_RULES = (
     "The host must be a DNS name (letters, digits, hyphens; IDNA 2008 names accepted), a "
@@ -126,8 +139,26 @@ class Rule:
         return nullable(self.schema(), self.required)
 
 
-# Control characters other than tab, newline and carriage return.
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# Control characters other than tab, newline and carriage return: C0, DEL and C1.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+CONTROL_MESSAGE = "Must not contain control characters."
+INVISIBLE_MESSAGE = (
+    "Must not contain invisible format characters (zero-width or bidirectional controls)."
+)
+
+
+def unreadable(value: str) -> str | None:
+    """What makes `value` unfit as text a person reads, or None: a control character
+    (tab, newline and carriage return aside) or an invisible format character (Unicode
+    category Cf: U+200B, U+202E, U+2066, ...), which could hide or reorder what the
+    customer or merchant sees. The one check of names, descriptions, references and
+    metadata, in the API and the dashboard alike."""
+    if _CONTROL.search(value):
+        return CONTROL_MESSAGE
+    # Every Cf character is outside ASCII: most text is checked by `isascii` alone.
+    if not value.isascii() and any(unicodedata.category(ch) == "Cf" for ch in value):
+        return INVISIBLE_MESSAGE
+    return None
 
 
 def text(value: Any, required: bool, min_len: int, max_len: int) -> str:
@@ -139,8 +170,9 @@ def text(value: Any, required: bool, min_len: int, max_len: int) -> str:
         raise fail(
             "Must not be blank." if required else "Must not be blank; omit the field instead."
         )
-    if _CONTROL.search(value):
-        raise fail("Must not contain control characters.")
+    problem = unreadable(value)
+    if problem is not None:
+        raise fail(problem)
     if not min_len <= len(value) <= max_len:
         raise fail(f"Must be {min_len} to {max_len} characters.")
     return value
@@ -260,6 +292,10 @@ class Metadata(Rule):
                 )
         if len(canonical_json(value).encode("utf-8")) > METADATA_MAX_BYTES:
             raise fail("Must be at most 8 KiB when serialized.")
+        for key, item in value.items():
+            problem = _unreadable_within(key, item)
+            if problem is not None:
+                raise fail(problem, f"metadata.{key[:METADATA_MAX_KEY]}")
         return value
 
     def schema(self) -> dict[str, Any]:
@@ -273,9 +309,29 @@ class Metadata(Rule):
             "propertyNames": {"minLength": 1, "maxLength": METADATA_MAX_KEY},
             "description": (
                 f"Any JSON object: at most {METADATA_MAX_KEYS} keys, keys at most "
-                f"{METADATA_MAX_KEY} characters, at most 8 KiB serialized."
+                f"{METADATA_MAX_KEY} characters, at most 8 KiB serialized. No key or text "
+                "within it may hold a control character (tab, newline and carriage return "
+                "aside) or an invisible format character (Unicode category Cf)."
             ),
         }
+
+
+def _unreadable_within(key: str, item: Any) -> str | None:
+    """The first problem (`unreadable`) of a metadata key, or of any text or key within
+    its value, however nested (walked without recursion: the depth is the caller's)."""
+    pending: list[Any] = [key, item]
+    while pending:
+        found = pending.pop()
+        if isinstance(found, str):
+            problem = unreadable(found)
+            if problem is not None:
+                return problem
+        elif isinstance(found, dict):
+            pending.extend(found.keys())
+            pending.extend(found.values())
+        elif isinstance(found, list):
+            pending.extend(found)
+    return None
 
 
 @attrs.frozen

@@ -101,7 +101,10 @@ async def test_the_page_socket_of_an_unknown_id_is_refused_with_its_request_id(
 async def test_the_event_streams_refused_handshake_carries_its_request_id(
     server: Server,
 ) -> None:
-    for key, status, code in ((None, 401, "invalid_api_key"), ("fp_test_x", 401, "invalid_api_key")):
+    for key, status, code in (
+        (None, 401, "invalid_api_key"),
+        ("fp_test_x", 401, "invalid_api_key"),
+    ):
         refused = await _handshake_refusal(stream_url(server.url), bearer(key))
         headers = httpx.Headers([(k.decode(), v.decode()) for k, v in refused.headers or ()])
         assert refused.status_code is not None and refused.body is not None
