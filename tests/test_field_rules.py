@@ -4,10 +4,9 @@ checks with the rest, null as "absent" for optional fields and "required" for re
 
 from __future__ import annotations
 
-from typing import Any
-
 import re
 import unicodedata
+from typing import Any
 
 import pytest
 from fgcpay.domain import checkout, fields, refunds, subscriptions, test_clocks, webhooks
