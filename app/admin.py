@@ -17,7 +17,7 @@ from fgcpay.clock import SystemClock
 from fgcpay.domain import balances, customers, ids
 from fgcpay.domain.balances import Totals
 from fgcpay.domain.errors import ServiceError, ValidationFailed
-from fgcpay.domain.fields import EmailError, email_address
+from fgcpay.domain.fields import EmailError, email_address, unreadable
 from fgcpay.domain.lists import MAX_LIMIT
 from fgcpay.domain.merchants import (
     ApiKey,
@@ -63,6 +63,8 @@ async def create_merchant(
     name = name.strip()
     if not 1 <= len(name) <= 200:
         raise MerchantInputError("the name must be 1 to 200 characters")
+    if problem := unreadable(name):  # the hosted page shows it to customers
+        raise MerchantInputError(f"the name: {problem}")
     try:
         # The same offline syntax rule as customer_email: owner@acme.test is fine.
         email = normalize_email(email_address(email.strip()))
@@ -125,6 +127,8 @@ async def create_api_key(
         name = name.strip() or None
     if name is not None and len(name) > MAX_KEY_NAME_LENGTH:
         raise KeyInputError(f"a key name is at most {MAX_KEY_NAME_LENGTH} characters")
+    if name is not None and (problem := unreadable(name)):
+        raise KeyInputError(f"the key name: {problem}")
     await _existing_merchant(db, merchant_id)
     now = time.time_ns() // 1000 if now_us is None else now_us
     key = new_api_key(merchant_id, now, name)

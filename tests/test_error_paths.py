@@ -242,3 +242,15 @@ async def test_published_paths_still_answer_with_a_hostile_host(server: Server) 
     dashboard = await raw_get(server, "/dashboard")
     assert dashboard.status == 303
     assert dashboard.headers["location"].startswith("/dashboard/sign-in")
+
+
+async def test_no_route_can_redirect_by_its_slashes(server: Server) -> None:
+    from fgcpay.http.app import create_app
+
+    app = create_app(server.running.service)
+    assert app.url_map.strict_slashes and not app.url_map.merge_slashes
+    for rule in app.url_map.iter_rules():
+        # A rule ending in a slash would answer its path without one with werkzeug's
+        # redirect, whose Location is built from the request's Host header.
+        assert not rule.rule.endswith("/"), rule.rule
+        assert rule.redirect_to is None, rule.rule

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fgcpay.admin import KeyInputError, MerchantInputError, create_api_key, create_merchant
 from fgcpay.storage import merchants
 from helpers import (
     Server,
@@ -130,3 +131,13 @@ async def test_dashboard_api_key_name_says_it_is_unreadable(server: Server) -> N
         assert "invisible" in answer.text
     assert await server.db.read(merchants.api_keys_of, merchant.id) == before
     await dashboard.aclose()
+
+
+async def test_the_operator_commands_refuse_them_in_merchant_and_key_names(server: Server) -> None:
+    with pytest.raises(MerchantInputError, match="invisible"):
+        await create_merchant(server.db, "Acme\u202eevil", new_email())
+    merchant = await server.merchant()
+    before = await server.db.read(merchants.api_keys_of, merchant.id)
+    with pytest.raises(KeyInputError, match="control characters"):
+        await create_api_key(server.db, merchant.id, "key\x1b[2J")
+    assert await server.db.read(merchants.api_keys_of, merchant.id) == before
