@@ -1,12 +1,13 @@
 """The one place where errors become ApiError responses.
 
 Every error under /api/v1 (and every error the service raises outside the pages) is
-answered as JSON `{"code", "message", "details", "request_id"}`, never a stack trace. A
-path under a prefix of `ErrorPages` (the dashboard's, the hosted page's) is a page a person
-reads in a browser: its errors are answered as that part's HTML page, with the same status. Unexpected exceptions are logged with their request id and answered 500
-`internal_error` with no internals; the database being unavailable (`DatabaseUnavailable`)
-is answered 503 `service_unavailable` with `Retry-After`, as is every other 503.
-"""
+answered as JSON `{"code", "message", "details", "request_id"}` with the `Request-Id`
+header, never a stack trace. A path under a prefix of `ErrorPages` (the dashboard's, the
+hosted page's) is a page a person reads in a browser: its errors are answered as that
+part's HTML page, with the same status. Unexpected exceptions are logged with their
+request id and answered 500 `internal_error` with no internals; the database being
+unavailable (`DatabaseUnavailable`) is answered 503 `service_unavailable` with
+`Retry-After`, as is every other 503."""
 
 from __future__ import annotations
 
