@@ -64,7 +64,7 @@ async def create_merchant(
     if not 1 <= len(name) <= 200:
         raise MerchantInputError("the name must be 1 to 200 characters")
     if problem := unreadable(name):  # the hosted page shows it to customers
-        raise MerchantInputError(f"the name: {problem}")
+        raise MerchantInputError(f"the name must not contain {problem}")
     try:
         # The same offline syntax rule as customer_email: owner@acme.test is fine.
         email = normalize_email(email_address(email.strip()))
@@ -128,7 +128,7 @@ async def create_api_key(
     if name is not None and len(name) > MAX_KEY_NAME_LENGTH:
         raise KeyInputError(f"a key name is at most {MAX_KEY_NAME_LENGTH} characters")
     if name is not None and (problem := unreadable(name)):
-        raise KeyInputError(f"the key name: {problem}")
+        raise KeyInputError(f"the key name must not contain {problem}")
     await _existing_merchant(db, merchant_id)
     now = time.time_ns() // 1000 if now_us is None else now_us
     key = new_api_key(merchant_id, now, name)

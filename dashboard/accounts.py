@@ -81,7 +81,7 @@ class Accounts:
         if not 1 <= len(name) <= MAX_NAME_LENGTH:
             problems["name"] = f"Enter your business name (1 to {MAX_NAME_LENGTH} characters)."
         elif unreadable_name := unreadable(name):  # the hosted page shows it to customers
-            problems["name"] = f"Enter your business name as it reads: {unreadable_name}"
+            problems["name"] = f"Your business name must not contain {unreadable_name}."
         try:
             email = normalize_email(email_address(email.strip()))
         except EmailError as error:

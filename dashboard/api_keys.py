@@ -43,7 +43,7 @@ async def create_api_key() -> Response:
         return await _list(400, name=name[:MAX_NAME_LENGTH], problem=problem)
     if unreadable_name := unreadable(name):
         return await _list(
-            400, name=name, problem=f"Give the key a name as it reads: {unreadable_name}"
+            400, name=name, problem=f"The key name must not contain {unreadable_name}."
         )
     key = new_api_key(current().merchant.id, service.clock.now_us(), name)
     await service.db.write(merchants.insert_api_key, key.record)

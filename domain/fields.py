@@ -141,23 +141,22 @@ class Rule:
 
 # Control characters other than tab, newline and carriage return: C0, DEL and C1.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-CONTROL_MESSAGE = "Must not contain control characters."
-INVISIBLE_MESSAGE = (
-    "Must not contain invisible format characters (zero-width or bidirectional controls)."
-)
+CONTROL_CHARACTERS = "control characters"
+INVISIBLE_CHARACTERS = "invisible format characters (zero-width or bidirectional controls)"
 
 
 def unreadable(value: str) -> str | None:
-    """What makes `value` unfit as text a person reads, or None: a control character
+    """What makes `value` unfit as text a person reads (`CONTROL_CHARACTERS` or
+    `INVISIBLE_CHARACTERS`, for "must not contain ..."), or None: a control character
     (tab, newline and carriage return aside) or an invisible format character (Unicode
     category Cf: U+200B, U+202E, U+2066, ...), which could hide or reorder what the
     customer or merchant sees. The one check of names, descriptions, references and
-    metadata, in the API and the dashboard alike."""
+    metadata, in the API, the dashboard and the operator commands alike."""
     if _CONTROL.search(value):
-        return CONTROL_MESSAGE
+        return CONTROL_CHARACTERS
     # Every Cf character is outside ASCII: most text is checked by `isascii` alone.
     if not value.isascii() and any(unicodedata.category(ch) == "Cf" for ch in value):
-        return INVISIBLE_MESSAGE
+        return INVISIBLE_CHARACTERS
     return None
 
 
@@ -170,9 +169,9 @@ def text(value: Any, required: bool, min_len: int, max_len: int) -> str:
         raise fail(
             "Must not be blank." if required else "Must not be blank; omit the field instead."
         )
-    problem = unreadable(value)
-    if problem is not None:
-        raise fail(problem)
+    found = unreadable(value)
+    if found is not None:
+        raise fail(f"Must not contain {found}.")
     if not min_len <= len(value) <= max_len:
         raise fail(f"Must be {min_len} to {max_len} characters.")
     return value
@@ -293,9 +292,9 @@ class Metadata(Rule):
         if len(canonical_json(value).encode("utf-8")) > METADATA_MAX_BYTES:
             raise fail("Must be at most 8 KiB when serialized.")
         for key, item in value.items():
-            problem = _unreadable_within(key, item)
-            if problem is not None:
-                raise fail(problem, f"metadata.{key[:METADATA_MAX_KEY]}")
+            found = _unreadable_within(key, item)
+            if found is not None:
+                raise fail(f"Must not contain {found}.", f"metadata.{key[:METADATA_MAX_KEY]}")
         return value
 
     def schema(self) -> dict[str, Any]:
@@ -317,15 +316,15 @@ class Metadata(Rule):
 
 
 def _unreadable_within(key: str, item: Any) -> str | None:
-    """The first problem (`unreadable`) of a metadata key, or of any text or key within
+    """What is unreadable (`unreadable`) in a metadata key, or in any text or key within
     its value, however nested (walked without recursion: the depth is the caller's)."""
     pending: list[Any] = [key, item]
     while pending:
         found = pending.pop()
         if isinstance(found, str):
-            problem = unreadable(found)
-            if problem is not None:
-                return problem
+            what = unreadable(found)
+            if what is not None:
+                return what
         elif isinstance(found, dict):
             pending.extend(found.keys())
             pending.extend(found.values())

@@ -84,7 +84,7 @@ CONTROL_MESSAGE = "Must not contain control characters."
 
 @pytest.mark.parametrize("character", INVISIBLE)
 def test_invisible_format_characters_are_refused_in_text_a_person_reads(character: str) -> None:
-    assert fields.unreadable("Coffee" + character + "club") == INVISIBLE_MESSAGE
+    assert fields.unreadable("Coffee" + character + "club") == fields.INVISIBLE_CHARACTERS
     for text in ("Coffee club" + character, character, character + " "):
         assert problems(checkout.parse_create, valid_body(description=text)) == [
             ("description", INVISIBLE_MESSAGE)
@@ -93,7 +93,7 @@ def test_invisible_format_characters_are_refused_in_text_a_person_reads(characte
 
 @pytest.mark.parametrize("character", CONTROL)
 def test_control_characters_are_refused_in_text_a_person_reads(character: str) -> None:
-    assert fields.unreadable("Coffee" + character + "club") == CONTROL_MESSAGE
+    assert fields.unreadable("Coffee" + character + "club") == fields.CONTROL_CHARACTERS
     assert problems(checkout.parse_create, valid_body(description="a" + character)) == [
         ("description", CONTROL_MESSAGE)
     ]
