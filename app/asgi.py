@@ -157,7 +157,9 @@ class ServiceApp(server.ServedApp):
             await check_database(settings)
             async with open_service(settings) as service:
                 quart = create_app(service)
-                with start_up_heap_frozen(), gil_switch_interval():
+                # Hypercorn accepts connections once the startup is complete, and sends
+                # the shutdown once they are all closed: all of them get our protocol.
+                with start_up_heap_frozen(), gil_switch_interval(), server.installed():
                     async with _quart_lifespan(quart, scope["state"]):
                         served = behind_proxies(
                             quart, settings.trusted_proxy_hops, settings.public_url_set
@@ -359,5 +361,4 @@ async def _gone(main_process: BaseProcess) -> None:
 
 
 app = ServiceApp()
-server.install()
 _install_worker_stop(app)

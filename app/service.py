@@ -349,7 +349,6 @@ async def serve(
         sockets = config.create_sockets()
     settings = _with_bound_port(settings, sockets)
     async with open_service(settings, clock) as service:
-        server.install()
         config.protocol_error_answer = partial(protocol_error_answer, service)
         config.bind = _hand_over(sockets)
         trigger = shutdown_trigger or wait_for_signal
@@ -362,7 +361,7 @@ async def serve(
         app = behind_proxies(
             create_app(service), settings.trusted_proxy_hops, settings.public_url_set
         )
-        with start_up_heap_frozen(), gil_switch_interval():
+        with start_up_heap_frozen(), gil_switch_interval(), server.installed():
             async with trio.open_nursery() as nursery:
                 urls = await nursery.start(
                     partial(
