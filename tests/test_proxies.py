@@ -8,18 +8,26 @@ loopback): 127.0.0.2 and 127.0.0.3, while the proxy reaches the service from 127
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import attrs
 import httpx
+import hypercorn.protocol
+import hypercorn.trio
 import pytest
 import trio
 import trio.testing
+from fgcpay.asgi import ServiceApp
 from fgcpay.clock import TrioClock
+from fgcpay.logs import logger
 from fgcpay.proxies import client_address
 from fgcpay.settings import ConfigError, Settings, load_settings
-from helpers import CLIENT_TLS, Dashboard, Server, new_email, sign_in, start_server
+from helpers import CLIENT_TLS, TEST_SECRET, Dashboard, Server, new_email, sign_in, start_server
 from helpers._dashboard import PASSWORD
+from hypercorn.config import Config
+from hypercorn.protocol.h11 import H11Protocol
 from proxy import ReverseProxy
 
 ALICE = "127.0.0.2"
@@ -158,6 +166,66 @@ async def test_the_forwarded_scheme_is_used_only_without_a_public_url(
         assert cookies and all(("; Secure" in cookie) is secure for cookie in cookies), cookies
         await client.aclose()
         await server.shutdown()
+
+
+@pytest.fixture
+def fgcpay_logger_kept() -> Iterator[None]:
+    """The ASGI lifespan sends fgcpay's log lines to stderr: put them back after."""
+    kept = (logger.handlers[:], logger.level, logger.propagate)
+    yield
+    logger.handlers[:], level, logger.propagate = kept
+    logger.setLevel(level)
+
+
+@pytest.mark.usefixtures("fgcpay_logger_kept")
+async def test_plain_hypercorn_behind_the_proxy_limits_each_client(
+    nursery: trio.Nursery,
+    database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`hypercorn fgcpay.asgi:app` (in process, hypercorn's own config) reads the setting
+    from the environment as `fgcpay serve` does; its protocol is installed only while
+    it serves."""
+    monkeypatch.chdir(tmp_path)
+    for name, value in {
+        "DATABASE_URL": database_url,
+        "SECRET_KEY": TEST_SECRET,
+        "TRUSTED_PROXY_HOPS": "1",
+        "RATE_LIMIT_BURST": "2",
+        "RATE_LIMIT_PER_SECOND": "0.001",
+    }.items():
+        monkeypatch.setenv("FGCPAY_" + name, value)
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    stop = trio.Event()
+    stopped = trio.Event()
+
+    async def serve_app(task_status: trio.TaskStatus[list[str]]) -> None:
+        try:
+            await hypercorn.trio.serve(
+                ServiceApp(), config, shutdown_trigger=stop.wait, task_status=task_status
+            )
+        finally:
+            stopped.set()
+
+    urls: list[str] = await nursery.start(serve_app)
+    assert vars(hypercorn.protocol)["H11Protocol"] is not H11Protocol, "installed while serving"
+    host, port = urls[0].removeprefix("http://").rsplit(":", 1)
+    proxy = ReverseProxy(host, int(port))
+    await nursery.start(proxy.run)
+    bad = {"Authorization": "Bearer fp_test_" + "q" * 32}
+    for address in (ALICE, BOB):
+        client = browser(proxy.url, address).client
+        codes = [
+            (await client.get("/api/v1/checkout/sessions", headers=bad)).status_code
+            for _ in range(3)
+        ]
+        assert codes == [401, 401, 429], address
+        await client.aclose()
+    stop.set()
+    await stopped.wait()
+    assert vars(hypercorn.protocol)["H11Protocol"] is H11Protocol, "and undone after"
 
 
 def scope(forwarded_for: list[bytes], peer: str = "127.0.0.1") -> dict[str, Any]:
