@@ -22,7 +22,7 @@ import trio.testing
 from fgcpay.asgi import ServiceApp
 from fgcpay.clock import TrioClock
 from fgcpay.logs import logger
-from fgcpay.proxies import client_address
+from fgcpay.proxies import behind_proxies, client_address
 from fgcpay.settings import ConfigError, Settings, load_settings
 from helpers import CLIENT_TLS, TEST_SECRET, Dashboard, Server, new_email, sign_in, start_server
 from helpers._dashboard import PASSWORD
@@ -271,3 +271,46 @@ def test_hops_default_to_none_and_read_as_set() -> None:
     secret = {"FGCPAY_SECRET_KEY": "k" * 32}
     assert load_settings(secret).trusted_proxy_hops == 0
     assert load_settings({**secret, "FGCPAY_TRUSTED_PROXY_HOPS": "1"}).trusted_proxy_hops == 1
+
+
+@pytest.mark.parametrize(
+    ("public_url_set", "proto", "host", "seen"),
+    [
+        (False, b"https", b"pay.example.com", ("https", b"pay.example.com")),
+        (False, b"HTTPS", b"pay.example.com:8443", ("https", b"pay.example.com:8443")),
+        (False, b"http", b"[2001:db8::1]:8080", ("http", b"[2001:db8::1]:8080")),
+        # Anything else is not a scheme or a host: the connection's own are kept.
+        (False, b"javascript", b"evil.example/path", ("http", b"service:8000")),
+        (False, b"https", b"a b", ("https", b"service:8000")),
+        (False, b"https", b"evil.example@x", ("https", b"service:8000")),
+        # With FGCPAY_PUBLIC_URL set, they are ignored.
+        (True, b"https", b"pay.example.com", ("http", b"service:8000")),
+    ],
+)
+async def test_the_forwarded_scheme_and_host_are_validated_and_only_without_a_public_url(
+    public_url_set: bool, proto: bytes, host: bytes, seen: tuple[str, bytes]
+) -> None:
+    got: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        got.append(scope)
+
+    asked: Any = {
+        **scope([b"6.6.6.6, 10.0.0.1"]),
+        "scheme": "http",
+    }
+    asked["headers"] += [
+        (b"host", b"service:8000"),
+        (b"x-forwarded-proto", proto),
+        (b"x-forwarded-host", host),
+    ]
+    await behind_proxies(app, 1, public_url_set)(asked, _nothing, _nothing)
+    (resolved,) = got
+    hosts = [value for name, value in resolved["headers"] if name == b"host"]
+    assert (resolved["scheme"], *hosts) == seen
+    assert resolved["client"] == ("10.0.0.1", 0)
+    assert asked["client"] == ("127.0.0.1", 5000), "the server's own scope is left as it is"
+
+
+async def _nothing(*_: Any) -> Any:
+    return None
