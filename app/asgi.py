@@ -67,9 +67,11 @@ from fgcpay.http.app import create_app
 from fgcpay.http.errors import JSON_TYPE, error_body
 from fgcpay.http.plumbing import protocol_error_answer
 from fgcpay.logs import JsonFormatter, log_event, logger
+from fgcpay.proxies import behind_proxies
 from fgcpay.service import Service, gil_switch_interval, open_service, start_up_heap_frozen
 from fgcpay.settings import PREFIX, Settings, database_shown, load_settings
 from hypercorn.typing import (
+    ASGIFramework,
     ASGIReceiveCallable,
     ASGIReceiveEvent,
     ASGISendCallable,
@@ -104,6 +106,8 @@ def asgi_settings(env: Mapping[str, str] | None = None) -> Settings:
 class _Running:
     quart: QuartTrio
     service: Service
+    # The Quart app as served: behind trusted proxies (`fgcpay.proxies`), if any.
+    served: ASGIFramework
 
 
 class ServiceApp(server.ServedApp):
@@ -124,7 +128,7 @@ class ServiceApp(server.ServedApp):
         if running is None:
             await _not_serving(scope, send)
             return
-        await running.quart(scope, receive, send)
+        await running.served(scope, receive, send)
 
     async def protocol_error_answer(
         self, status: int, path: str | None, client: str
@@ -153,9 +157,14 @@ class ServiceApp(server.ServedApp):
             await check_database(settings)
             async with open_service(settings) as service:
                 quart = create_app(service)
-                with start_up_heap_frozen(), gil_switch_interval():
+                # Hypercorn accepts connections once the startup is complete, and sends
+                # the shutdown once they are all closed: all of them get our protocol.
+                with start_up_heap_frozen(), gil_switch_interval(), server.installed():
                     async with _quart_lifespan(quart, scope["state"]):
-                        self.running = _Running(quart, service)
+                        served = behind_proxies(
+                            quart, settings.trusted_proxy_hops, settings.public_url_set
+                        )
+                        self.running = _Running(quart, service, served)
                         log_event(
                             "starting",
                             public_url=settings.public_url,
@@ -352,5 +361,4 @@ async def _gone(main_process: BaseProcess) -> None:
 
 
 app = ServiceApp()
-server.install()
 _install_worker_stop(app)

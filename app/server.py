@@ -1,11 +1,14 @@
 """How connections are served on the wire: hypercorn's HTTP/1.1 protocol, adjusted.
 
 Hypercorn 0.18 (trio worker, h11) gets three things wrong for us, and offers no hook for
-them, so `install()` puts a subclass of its `H11Protocol` where its `ProtocolWrapper`
-looks the class up (it also writes each answer in one piece: 4. below). The subclass changes nothing unless the connection serves fgcpay:
-the server runs with a `ServerConfig` (`fgcpay serve`), or its application is a
-`ServedApp` (`fgcpay.asgi:app` under plain hypercorn, with the operator's own config);
-other hypercorn servers in the process (test receivers) keep hypercorn's own behaviour.
+them, so while fgcpay serves (`installed()`, entered where the server is built, never on
+import) a subclass of its `H11Protocol` is built for the connections that serve fgcpay
+(it also writes each answer in one piece: 4. below): the server runs with a
+`ServerConfig` (`fgcpay serve`), or its application is a `ServedApp` (`fgcpay.asgi:app`
+under plain hypercorn, with the operator's own config); other hypercorn servers in the
+process (test receivers) get hypercorn's own class. The subclass overrides private
+methods of hypercorn 0.18 (pinned: `hypercorn==0.18.*`); tests/test_hypercorn_pin.py
+fails when they change. The upstream bug behind 1. is reproduced in docs/operations.md.
 Only HTTP/1.1 is adjusted: HTTP/2 connections (TLS with ALPN `h2`) and HTTP/3 keep
 hypercorn's own protocol, so a request hypercorn's h2 cannot parse gets its own answer.
 
@@ -49,7 +52,9 @@ import dataclasses
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 from urllib.parse import urlsplit
 
 import h11
@@ -125,9 +130,58 @@ def _served_by_us(app: AppWrapper, config: Config) -> tuple[bool, ProtocolErrorA
     return False, None
 
 
-def install() -> None:
-    """Make hypercorn build our protocol for HTTP/1.1 connections (idempotent)."""
-    hypercorn.protocol.H11Protocol = FgcpayH11Protocol  # type: ignore[attr-defined]
+# The module whose name `H11Protocol` hypercorn's `ProtocolWrapper` calls for each new
+# connection (a name it does not export: typed as Any to be rebound).
+_LOOKED_UP_IN: Any = hypercorn.protocol
+# How many servers of this process serve with `installed()` now: hypercorn's own class is
+# put back when the last one stops.
+_serving = 0
+
+
+@contextmanager
+def installed() -> Iterator[None]:
+    """While the block runs, hypercorn builds `FgcpayH11Protocol` for the HTTP/1.1
+    connections that serve fgcpay, and its own `H11Protocol` for any other.
+
+    Hypercorn offers no hook for its protocol: its `ProtocolWrapper` calls the name
+    `H11Protocol` of `hypercorn.protocol` for each new connection, so that name is
+    pointed at `_h11_protocol` for the block, and back at hypercorn's class once the
+    last block in the process has ended (blocks may nest or overlap: several servers in
+    one process). Entered where the server is built, around all its connections: by
+    `fgcpay serve` (`fgcpay.service.serve`) around hypercorn's serve, and by the ASGI
+    lifespan of `fgcpay.asgi:app` from before its startup completes (hypercorn accepts
+    connections only then) until its shutdown (hypercorn has drained them). Importing
+    fgcpay changes nothing in hypercorn.
+
+    This relies on hypercorn 0.18's internals (pinned in pyproject.toml);
+    tests/test_hypercorn_pin.py says which, and fails when they change.
+    """
+    global _serving
+    _serving += 1
+    _LOOKED_UP_IN.H11Protocol = _h11_protocol
+    try:
+        yield
+    finally:
+        _serving -= 1
+        if _serving == 0:
+            _LOOKED_UP_IN.H11Protocol = H11Protocol
+
+
+def _h11_protocol(
+    app: AppWrapper,
+    config: Config,
+    context: WorkerContext,
+    task_group: TaskGroup,
+    connection_state: ConnectionState,
+    ssl: bool,
+    client: tuple[str, int] | None,
+    server: tuple[str, int] | None,
+    send: Callable[[Event], Awaitable[None]],
+) -> H11Protocol:
+    """The protocol of a new HTTP/1.1 connection, called as `ProtocolWrapper` calls
+    hypercorn's class."""
+    chosen = FgcpayH11Protocol if _served_by_us(app, config)[0] else H11Protocol
+    return chosen(app, config, context, task_group, connection_state, ssl, client, server, send)
 
 
 class FgcpayH11Protocol(H11Protocol):

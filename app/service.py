@@ -38,6 +38,7 @@ from fgcpay.http.plumbing import protocol_error_answer
 from fgcpay.http.rate_limit import RateLimiter
 from fgcpay.live_status import EventBells, StatusHub, follow_changes, publish_status
 from fgcpay.logs import log_event
+from fgcpay.proxies import behind_proxies
 from fgcpay.server import ServerConfig
 from fgcpay.settings import Settings, default_public_url
 from fgcpay.storage import (
@@ -348,7 +349,6 @@ async def serve(
         sockets = config.create_sockets()
     settings = _with_bound_port(settings, sockets)
     async with open_service(settings, clock) as service:
-        server.install()
         config.protocol_error_answer = partial(protocol_error_answer, service)
         config.bind = _hand_over(sockets)
         trigger = shutdown_trigger or wait_for_signal
@@ -358,8 +358,10 @@ async def serve(
             # Hypercorn waits for open connections: the event streams end now (1001).
             service.event_streams.close_all()
 
-        app = create_app(service)
-        with start_up_heap_frozen(), gil_switch_interval():
+        app = behind_proxies(
+            create_app(service), settings.trusted_proxy_hops, settings.public_url_set
+        )
+        with start_up_heap_frozen(), gil_switch_interval(), server.installed():
             async with trio.open_nursery() as nursery:
                 urls = await nursery.start(
                     partial(

@@ -31,6 +31,9 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     public_url: str = "http://127.0.0.1:8000"
+    # Whether FGCPAY_PUBLIC_URL was set: if not, behind trusted proxies, the scheme and
+    # host they forward are the request's (fgcpay.proxies).
+    public_url_set: bool = False
     secret_key: str = attrs.field(default="", repr=False)
     eur_cents_per_fgc: Decimal = Decimal(100)
     checkout_ttl_seconds: int = 86400
@@ -46,6 +49,8 @@ class Settings:
     db_pool_size: int = 10
     db_timeout_seconds: float = 5.0
     log_level: str = "INFO"
+    # How many proxies in front append to X-Forwarded-For (fgcpay.proxies); 0: none.
+    trusted_proxy_hops: int = 0
     # Whether anyone may create an account at /dashboard/sign-up (FGCPAY_DASHBOARD_SIGNUP=0: no).
     dashboard_signup: bool = True
     # The bearer token GET /metrics asks for; "" leaves it open (off in production).
@@ -151,6 +156,23 @@ def _metrics_token(env: Mapping[str, str]) -> str:
     return token
 
 
+# More proxies than any real chain has: a larger value is a mistake, not a setup.
+MAX_PROXY_HOPS = 32
+
+
+def _proxy_hops(env: Mapping[str, str]) -> int:
+    raw = env.get(PREFIX + "TRUSTED_PROXY_HOPS", "").strip()
+    if raw == "":
+        return 0
+    if not raw.isascii() or not raw.isdigit() or int(raw) > MAX_PROXY_HOPS:
+        raise ConfigError(
+            f"{PREFIX}TRUSTED_PROXY_HOPS must be a whole number from 0 to {MAX_PROXY_HOPS}"
+            f" (the proxies in front of the service that append to X-Forwarded-For;"
+            f" 1 behind a Procfile host's router), got {raw!r}"
+        )
+    return int(raw)
+
+
 def _log_level(env: Mapping[str, str]) -> str:
     level = (env.get(PREFIX + "LOG_LEVEL", "") or "INFO").strip().upper()
     if level not in LOG_LEVELS:
@@ -214,6 +236,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         host=host,
         port=port,
         public_url=public_url,
+        public_url_set=bool(env.get(PREFIX + "PUBLIC_URL", "")),
         secret_key=secret_key,
         eur_cents_per_fgc=rate,
         checkout_ttl_seconds=_int(env, "CHECKOUT_TTL_SECONDS", 86400, 60, 90 * 86400),
@@ -231,6 +254,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         db_timeout_seconds=_float(env, "DB_TIMEOUT_SECONDS", 5.0, 0.1),
         log_level=_log_level(env),
         dashboard_signup=_bool(env, "DASHBOARD_SIGNUP", default=True),
+        trusted_proxy_hops=_proxy_hops(env),
         metrics_token=_metrics_token(env),
     )
 

@@ -47,12 +47,17 @@ View = Callable[..., Awaitable[Response]]
 
 
 def client_address() -> str:
+    # Behind trusted proxies, the client they forwarded (`fgcpay.proxies` resolved it).
     client = request.scope.get("client")
     return str(client[0]) if client else "unknown"
 
 
 def _secure() -> bool:
-    return current_service().settings.public_url.startswith("https://")
+    settings = current_service().settings
+    if settings.trusted_proxy_hops and not settings.public_url_set:
+        # The scheme the proxy forwarded: the one the browser uses (`fgcpay.proxies`).
+        return request.scheme == "https"
+    return settings.public_url.startswith("https://")
 
 
 def _csrf_binding() -> str:

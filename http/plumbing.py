@@ -58,6 +58,7 @@ def principal() -> Principal:
 
 
 def _client_address(scope: Mapping[str, Any] | None = None) -> str:
+    # Behind trusted proxies, the client they forwarded (`fgcpay.proxies` resolved it).
     client = (request.scope if scope is None else scope).get("client")
     return str(client[0]) if client else "unknown"
 
@@ -74,6 +75,7 @@ def install(app: QuartTrio) -> None:
         here.started = time.perf_counter()
         here.principal = None
         here.rate = None
+        here.client = _client_address(asked.scope)
         path = asked.path
         under_api = path.startswith(API_PREFIX)
         try:
@@ -103,6 +105,7 @@ def install(app: QuartTrio) -> None:
         g.started = time.perf_counter()
         g.principal = None
         g.rate = None
+        g.client = _client_address(websocket.scope)
         _check_published(websocket.scope)
         if websocket.path.startswith(API_PREFIX):
             try:
@@ -168,6 +171,7 @@ def _log_request(
         status=status,
         duration_ms=round(seconds * 1000, 2) if seconds is not None else None,
         merchant_id=who.merchant.id if who else None,
+        client=getattr(here, "client", None),
         **more,
     )
 
@@ -274,6 +278,7 @@ async def protocol_error_answer(
         method=None,
         path=path,
         status=error.status,
+        client=client,
         protocol_error=True,
     )
     body = error_body(error.code, error.message, error.details_json(), request_id)
