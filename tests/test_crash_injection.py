@@ -14,18 +14,37 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 import trio
 import trio.testing
 from fgcpay.actors import authorization
+from fgcpay.actors.subscription import APPROVED
 from fgcpay.clock import TrioClock
 from fgcpay.domain import customers as customer_rules
 from fgcpay.settings import Settings
 from fgcpay.storage import checkout_sessions, customers
+from fgcpay.storage import idempotency as idempotency_rows
 from fgcpay.storage import subscriptions as subscription_rows
-from helpers import MerchantClient, Server, create, start_server
+from fgcpay.storage import webhooks as webhook_rows
+from fgcpay.webhooks.client import WebhookClient
+from fgcpay.webhooks.dispatcher import LEASE_SECONDS
+from helpers import (
+    Server,
+    add_endpoint,
+    add_subscription,
+    charges_of,
+    create,
+    create_subscription,
+    events_of,
+    start_server,
+    stored,
+    valid_body,
+    wait_until,
+)
 from helpers._faults import Faults
-from hosted import Customer, message
+from hosted import Customer, message, paid_session
+from receiver import start_receiver
 
 CRASHES = customer_rules.MAX_FAILURES  # one crash per PIN slot
 
@@ -114,16 +133,10 @@ async def test_a_crashed_approval_releases_its_pin_slot(
     merchant = await server.merchant()
 
     async def new_subscription() -> str:
-        return await _new_subscription(merchant)
+        return str((await create_subscription(merchant))["id"])
 
     await _crashes_then_served(server, step, subscription_rows.settle_and_approve, new_subscription)
     await server.shutdown()
-
-
-async def _new_subscription(merchant: MerchantClient) -> str:
-    from helpers import create_subscription
-
-    return str((await create_subscription(merchant))["id"])
 
 
 @pytest.mark.parametrize("step", ["reserve", "compare", "charge"])
@@ -180,3 +193,168 @@ async def test_a_cancelled_authorization_releases_its_pin_slot(
     async with authorize("1234") as authorized:
         assert isinstance(authorized, authorization.Authorized)
     await server.shutdown()
+
+
+DAY = 86_400.0  # trio seconds
+RETRY_WITHIN = 10.0  # trio seconds: the sweep retries a failed ask after one
+
+
+@pytest.mark.parametrize("step", ["read", "charge", "publish"])
+async def test_a_crashed_renewal_happens_on_the_next_sweep_exactly_once(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock, step: str
+) -> None:
+    """The renewal sweep's step through the subscription actor crashes as it reads the
+    customer's outcome, in the charge's write, or once the charge committed: the next
+    sweep renews (or finds it renewed), and the period is charged once."""
+    server = await start_server(nursery, settings, clock=TrioClock())
+    merchant = await server.merchant()
+    service = server.running.service
+    sub = await add_subscription(service, merchant.id, interval="daily")
+    assert (await service.subscriptions.approve(sub.id, "TEST-0001", "1234")).outcome == APPROVED
+    faults = Faults(pytest.MonkeyPatch())
+    if step == "read":
+        faults.crash_reads(server.db, customers.by_code, 1)
+    else:
+        faults.crash_writes(server.db, subscription_rows.renew, 1, after=step == "publish")
+    clock.jump(DAY)  # period 1 falls due
+
+    async def renewed() -> bool:
+        return (await stored(server.db, sub.id)).charge_count >= 2
+
+    await wait_until(renewed, within=RETRY_WITHIN, what="the renewal after the crash")
+    assert faults.crashed == 1
+    faults.monkeypatch.undo()
+    clock.jump(RETRY_WITHIN)  # more sweeps: nothing more is charged
+    assert (await stored(server.db, sub.id)).charge_count == 2
+    assert [charge.period for charge in await charges_of(server.db, sub.id)] == [0, 1]
+    charged = [e for e in await events_of(server.db, sub.id) if e.type == "subscription.charged"]
+    assert len(charged) == 2
+    await server.shutdown()
+
+
+@pytest.mark.parametrize("step", ["claim", "send", "record"])
+async def test_a_crashed_delivery_is_released_and_attempted_again_at_once(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock, step: str
+) -> None:
+    """A delivery whose claim's write, sending or recording crashes is attempted again in
+    about a second, not left to its lease (60 s, and this process never looks for its
+    own lapsed leases), and recorded once: one attempt, succeeded. Only a crash after
+    the receiver answered sends it twice (at least once)."""
+    server = await start_server(nursery, settings, clock=TrioClock())
+    receiver = await start_receiver(nursery)
+    merchant = await server.merchant()
+    await add_endpoint(merchant, receiver.url)
+    faults = Faults(pytest.MonkeyPatch())
+    if step == "claim":
+        faults.crash_writes(server.db, webhook_rows.claim_due, 1, after=False)
+    elif step == "send":
+        faults.crash_calls(WebhookClient, "post", 1)
+    else:
+        faults.crash_writes(server.db, webhook_rows.record_attempts, 1, after=False)
+    await paid_session(server, merchant)
+    with trio.fail_after(LEASE_SECONDS / 4):
+        await server.running.service.dispatcher.wait_for_attempts(1)
+    faults.monkeypatch.undo()
+    assert faults.crashed == 1
+    event = (await merchant.get("/events")).json()["data"][0]
+    (delivery,) = await server.db.read(webhook_rows.deliveries_of_event, event["id"])
+    assert (delivery.status, delivery.attempts) == ("succeeded", 1)
+    assert len(receiver.received) == (2 if step == "record" else 1)
+    await server.shutdown()
+
+
+CLIENT_PATIENCE = 5.0  # trio seconds: then the client gives up and its request is cancelled
+
+
+@pytest.mark.parametrize("step", ["claim", "create", "answer", "cancel", "cancel-claim"])
+async def test_an_idempotent_retry_after_a_crash_or_a_cancellation_answers(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock, step: str
+) -> None:
+    """A create with `Idempotency-Key` crashes as it claims the key, in its write, or once
+    its write (with its stored answer) committed; or its client goes away mid-write, or
+    while the claim is being written (the write commits all the same, as a writer thread's
+    does): a retry with the same key is answered, never 409 `idempotency_key_in_use` for
+    the claim's minute (only final answers are stored: a 500 is not)."""
+    server = await start_server(nursery, settings, clock=TrioClock())
+    merchant = await server.merchant()
+    headers = {"Idempotency-Key": f"crash-{step}"}
+    faults = Faults(pytest.MonkeyPatch())
+    if step == "claim":
+        faults.crash_writes(server.db, idempotency_rows.claim, 1, after=False)
+    elif step in ("create", "answer"):
+        faults.crash_writes(server.db, checkout_sessions.insert, 1, after=step == "answer")
+    elif step == "cancel":
+        faults.monkeypatch.setattr(
+            server.db, "write", _hang_once(server.db.write, checkout_sessions.insert)
+        )
+    else:
+        faults.monkeypatch.setattr(
+            server.db, "write", _slow_once(nursery, server.db.write, idempotency_rows.claim)
+        )
+    if step.startswith("cancel"):
+        with pytest.raises(httpx.TimeoutException):
+            await merchant.post(
+                "/checkout/sessions", json=valid_body(), headers=headers, timeout=CLIENT_PATIENCE
+            )
+    else:
+        first = await merchant.post("/checkout/sessions", json=valid_body(), headers=headers)
+        assert first.status_code == 500, first.text
+        assert faults.crashed == 1
+    retried: list[httpx.Response] = []
+
+    async def answered() -> bool:
+        retried.append(
+            await merchant.post("/checkout/sessions", json=valid_body(), headers=headers)
+        )
+        return retried[-1].status_code != 409
+
+    # At once, or once the write the client left is over: not after the claim's minute.
+    await wait_until(answered, within=2 * CLIENT_PATIENCE, what="the retry answered", every=1.0)
+    faults.monkeypatch.undo()
+    retry = retried[-1]
+    assert retry.status_code == 201, retry.text
+    # Created once: by the retry, or by the write that committed before its crash.
+    assert (retry.headers.get("Idempotent-Replayed") == "true") == (step == "answer")
+    again = await merchant.post("/checkout/sessions", json=valid_body(), headers=headers)
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert again.json()["id"] == retry.json()["id"]
+    listed = (await merchant.get("/checkout/sessions")).json()["data"]
+    assert [session["id"] for session in listed] == [retry.json()["id"]]
+    await server.shutdown()
+
+
+def _hang_once(real_write: Any, fn: Any) -> Any:
+    """A `Database.write` whose first write of `fn` never ends (until cancelled)."""
+    hung = []
+
+    async def write(called: Any, *args: Any, **kwargs: Any) -> Any:
+        if called is fn and not hung:
+            hung.append(called)
+            await trio.sleep_forever()
+        return await real_write(called, *args, **kwargs)
+
+    return write
+
+
+def _slow_once(nursery: trio.Nursery, real_write: Any, fn: Any) -> Any:
+    """A `Database.write` whose first write of `fn` commits at once but answers only after
+    the client gave up: as a writer thread's job, it runs whether or not its caller waits."""
+    slowed = []
+
+    async def write(called: Any, *args: Any, **kwargs: Any) -> Any:
+        if called is not fn or slowed:
+            return await real_write(called, *args, **kwargs)
+        slowed.append(called)
+        done = trio.Event()
+        result = []
+
+        async def run() -> None:
+            result.append(await real_write(called, *args, **kwargs))
+            done.set()
+
+        nursery.start_soon(run)
+        await trio.sleep(CLIENT_PATIENCE + 1)
+        await done.wait()
+        return result[0]
+
+    return write

@@ -21,23 +21,33 @@ class InjectedCrash(Exception):
 
 @attrs.define
 class Faults:
-    """Crash the next `times` writes of `fn` on `db` (`after`: once each has committed)."""
+    """Crash the next `times` writes of `fn` on `db` (`after`: once each has committed),
+    reads of it, or calls of a function; `crashed` counts the crashes injected."""
 
     monkeypatch: pytest.MonkeyPatch
     crashed: int = 0
 
     def crash_writes(self, db: Any, fn: Callable[..., Any], times: int, after: bool) -> None:
-        real_write = db.write
+        self._crash_db(db, "write", fn, times, after)
 
-        async def write(called: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def crash_reads(self, db: Any, fn: Callable[..., Any], times: int) -> None:
+        """Crash the next `times` reads of `fn` on `db` (before reading)."""
+        self._crash_db(db, "read", fn, times, after=False)
+
+    def _crash_db(
+        self, db: Any, method: str, fn: Callable[..., Any], times: int, after: bool
+    ) -> None:
+        real = getattr(db, method)
+
+        async def run(called: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             if called is not fn or self.crashed >= times:
-                return await real_write(called, *args, **kwargs)
+                return await real(called, *args, **kwargs)
             self.crashed += 1
             if after:
-                await real_write(called, *args, **kwargs)
+                await real(called, *args, **kwargs)
             raise InjectedCrash(f"injected crash {'after' if after else 'in'} {fn.__name__}")
 
-        self.monkeypatch.setattr(db, "write", write)
+        self.monkeypatch.setattr(db, method, run)
 
     def crash_calls(self, owner: Any, name: str, times: int) -> None:
         """Crash the next `times` calls of `owner.name` (a sync or async function: the
