@@ -231,7 +231,7 @@ async def test_a_crashed_renewal_happens_on_the_next_sweep_exactly_once(
     async def renewed() -> bool:
         return (await stored(server.db, sub.id)).charge_count >= 2
 
-    await wait_until(renewed, within=RETRY_WITHIN, what="the renewal after the crash")
+    await wait_until(renewed, within=RETRY_WITHIN, what="the renewal after the crash", every=1.0)
     assert faults.crashed == 1
     faults.monkeypatch.undo()
     clock.jump(RETRY_WITHIN)  # more sweeps: nothing more is charged
