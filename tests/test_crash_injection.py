@@ -335,7 +335,7 @@ async def test_an_idempotent_retry_after_a_crash_or_a_cancellation_answers(
 
 def _hang_once(real_write: Any, fn: Any) -> Any:
     """A `Database.write` whose first write of `fn` never ends (until cancelled)."""
-    hung = []
+    hung: list[object] = []
 
     async def write(called: Any, *args: Any, **kwargs: Any) -> Any:
         if called is fn and not hung:
@@ -349,7 +349,7 @@ def _hang_once(real_write: Any, fn: Any) -> Any:
 def _slow_once(nursery: trio.Nursery, real_write: Any, fn: Any) -> Any:
     """A `Database.write` whose first write of `fn` commits at once but answers only after
     the client gave up: as a writer thread's job, it runs whether or not its caller waits."""
-    slowed = []
+    slowed: list[object] = []
 
     async def write(called: Any, *args: Any, **kwargs: Any) -> Any:
         if called is not fn or slowed:
