@@ -2,11 +2,14 @@
 
 A fault hook (tests/helpers/_faults.py, never the product's configuration) makes one
 step raise: the PIN slot's reservation, the comparison, the charge's write, and the
-commit with its publish, of a confirm and of an approval; a renewal's step through the
-subscription actor; a webhook delivery's claim, send and record. Then the next request
-must be served at once: a payment with the same customer code pays without the 5 s wait
-for a slot and is not refused as locked, a renewal happens on the next sweep exactly
-once, a delivery is attempted again and recorded once per attempt.
+commit with what follows it, of a confirm and of an approval; a renewal's step through
+the subscription actor; a webhook delivery's claim, send and record; an idempotent
+create's claim, write and answer; an event stream's registration and reads. A client
+that goes away (a cancellation) is tried where it can leave something held. Then the
+next request must be served at once: a payment with the same customer code pays without
+the 5 s wait for a slot and is not refused as locked, a renewal happens on the next
+sweep exactly once, a delivery is attempted again and recorded once per attempt, a
+retry with the same `Idempotency-Key` answers, and the merchant's streams all open.
 """
 
 from __future__ import annotations
