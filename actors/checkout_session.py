@@ -130,23 +130,24 @@ class CheckoutSessionActor:
         if session.is_expired_at(now):
             # Never payable past expires_at, whether or not the sweep has run.
             return ConfirmResult(ALREADY_FINAL, await self._expire(session))
-        authorized = await authorize(
+        # The PIN slot reserved is released on any exit that did not settle it.
+        async with authorize(
             self.db, self.clock, self.secret_key, session.merchant_id, request.customer_code,
             request.pin,
-        )  # fmt: skip
-        if not isinstance(authorized, Authorized):
-            return ConfirmResult(authorized, session)
-        return await self._pay(session, authorized.scope, authorized.code, now)
+        ) as authorized:  # fmt: skip
+            if not isinstance(authorized, Authorized):
+                return ConfirmResult(authorized, session)
+            return await self._pay(session, authorized, now)
 
     async def _pay(
-        self, session: CheckoutSession, scope: str, code: str, now: int
+        self, session: CheckoutSession, authorized: Authorized, now: int
     ) -> ConfirmResult:
         payment = Transaction(
             id=ids.transaction_id(),
             merchant_id=session.merchant_id,
             kind=PAYMENT,
             checkout_session_id=session.id,
-            customer_code=code,
+            customer_code=authorized.code,
             amount_minor=session.amount_minor,
             currency=money.CURRENCY,
             created_at=now,
@@ -157,8 +158,15 @@ class CheckoutSessionActor:
         )
         event = self._event(paid, "checkout.session.paid", now)
         # The attempt settles in the same transaction as the payment: one commit.
-        if await self.db.write(
-            checkout_sessions.settle_and_pay, scope, code, session, payment, now, event
+        if await authorized.settle(
+            self.db,
+            checkout_sessions.settle_and_pay,
+            authorized.scope,
+            authorized.code,
+            session,
+            payment,
+            now,
+            event,
         ):
             self.on_change(paid)
             return ConfirmResult(PAID, paid)

@@ -310,26 +310,28 @@ class SubscriptionActor:
         if now is None or not periods.approvable(sub, now):
             return ApproveResult(ALREADY_FINAL, sub)
         # The same reservation, comparison and lockout per code as a session's confirm.
-        authorized = await authorize(
+        # Its slot is released on any exit that did not settle it (a crash included).
+        async with authorize(
             self.db, self.clock, self.secret_key, sub.merchant_id, request.customer_code,
             request.pin,
-        )  # fmt: skip
-        if not isinstance(authorized, Authorized):
-            return ApproveResult(authorized, sub)
-        return await self._activate(sub, authorized.scope, authorized.code, now)
+        ) as authorized:  # fmt: skip
+            if not isinstance(authorized, Authorized):
+                return ApproveResult(authorized, sub)
+            return await self._activate(sub, authorized, now)
 
-    async def _activate(self, sub: Subscription, scope: str, code: str, now: int) -> ApproveResult:
-        step = periods.approve(sub, customer_code=code, now_us=now)
+    async def _activate(self, sub: Subscription, authorized: Authorized, now: int) -> ApproveResult:
+        step = periods.approve(sub, customer_code=authorized.code, now_us=now)
         after = step.subscription
-        charge = self._charge(sub, code, now)
+        charge = self._charge(sub, authorized.code, now)
         events = [
             self._event(after, "subscription.activated"),
             self._event(after, "subscription.charged", charge),
         ]
-        if await self.db.write(
+        if await authorized.settle(
+            self.db,
             subscription_rows.settle_and_approve,
-            scope,
-            code,
+            authorized.scope,
+            authorized.code,
             self.clock.now_us(),
             sub,
             after,

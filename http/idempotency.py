@@ -17,6 +17,7 @@ Other routes store their answer as is (no cost on the checkout-session path).
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from functools import wraps
@@ -35,6 +36,8 @@ from fgcpay.domain.idempotency import (
     request_hash,
 )
 from fgcpay.domain.secret_box import SecretBox
+from fgcpay.logs import log_event
+from fgcpay.storage import Database
 from fgcpay.storage import idempotency as idempotency_rows
 from quart import Request, Response, g, request
 
@@ -49,6 +52,7 @@ HEADER = "Idempotency-Key"
 # Answers that changed nothing final; never stored: 401, 409-in-use, 429 and 5xx.
 _NOT_STORED = {401, 429}
 _KEPT_HEADERS = ("Content-Type", "Deprecation", "Location")
+RELEASE_SECONDS = 5.0
 
 
 @attrs.define
@@ -132,9 +136,14 @@ def _idempotent(
         scope = Scope(principal().merchant.id, asked.method, asked.path, key)
         fingerprint = _fingerprint(raw)
         owner = secrets.token_hex(12)
-        claim = await service.db.write(
-            idempotency_rows.claim, scope, fingerprint, owner, service.clock.now_us()
-        )
+        # Shielded: a claim under way commits whether or not its caller waits, and a claim
+        # nobody knows of would hold the key for LOCK_US (409 `idempotency_key_in_use`).
+        # Once it answers, a cancellation (the client gone) lands inside the `try` below,
+        # which releases it.
+        with trio.CancelScope(shield=True):
+            claim = await service.db.write(
+                idempotency_rows.claim, scope, fingerprint, owner, service.clock.now_us()
+            )
         if not claim.owned:
             if claim.request_hash != fingerprint:
                 raise errors.Conflict(
@@ -151,6 +160,7 @@ def _idempotent(
         box = service.webhook_endpoints.box if sealed else None
         claimed = here.idempotency = Pending(scope, owner, box=box)
         try:
+            await trio.lowlevel.checkpoint_if_cancelled()
             try:
                 response = await handler(*args, **kwargs)
             except IdempotencyLost:
@@ -174,10 +184,26 @@ def _idempotent(
             return response
         finally:
             if not claimed.recorded:
-                with trio.CancelScope(shield=True):
-                    await service.db.write(idempotency_rows.release, scope, owner)
+                await _release(service.db, scope, owner)
 
     return wrapper
+
+
+async def _release(db: Database, scope: Scope, owner: str) -> None:
+    """Give up the claim of a request that ended without a final answer (a crash, a
+    cancellation, an answer not stored), so that a retry runs at once. Shielded, so that
+    a cancelled request still releases it; bounded, so that a database that does not
+    answer cannot hold the request's exit; and never raising over the error that brought
+    the request here (unreleased, the claim lapses after LOCK_US)."""
+    with trio.move_on_after(RELEASE_SECONDS, shield=True):
+        try:
+            await db.write(idempotency_rows.release, scope, owner)
+        except Exception as error:
+            log_event(
+                "could not release an idempotency key; it lapses",
+                logging.WARNING,
+                error_type=type(error).__name__,
+            )
 
 
 def stored_headers(headers: Any) -> dict[str, str]:

@@ -76,7 +76,8 @@ def reserve_attempt(tx: Tx, scope: str, code: str, now_us: int) -> PinAttempt:
     fewer than five attempts are counted or in flight in the window. PostgreSQL re-checks
     the condition on the row it locks and SQLite runs one writer at a time, so concurrent
     attempts from any session or process never reserve more than five. (An attempt whose
-    settle never came, its process killed in between, holds its slot until the window ends.)
+    settle never came, its process killed in between, holds its slot until the window ends;
+    a crash or a cancellation in the process gives it back with `release_attempt`.)
     """
     window_start = now_us - FAILURE_WINDOW_US
     tx.execute(
@@ -148,6 +149,19 @@ def settle_attempt(tx: Tx, scope: str, code: str, now_us: int, matched: bool) ->
         code,
     )
     return until is not None and int(until) > now_us
+
+
+@locks(pin_keys)
+def release_attempt(tx: Tx, scope: str, code: str) -> None:
+    """Give back a reserved attempt that was never settled: whoever held it crashed or was
+    cancelled before its PIN's outcome was written. Nothing is counted: a crash is not a
+    wrong PIN, and it forgives nothing either."""
+    tx.execute(
+        "UPDATE pin_failures SET in_flight = CASE WHEN in_flight > 0 THEN in_flight - 1 ELSE 0 END"
+        " WHERE scope = ? AND customer_code = ?",
+        scope,
+        code,
+    )
 
 
 @locks(pin_keys)

@@ -462,6 +462,23 @@ def release_leases(tx: Tx, owner: str) -> int:
     )
 
 
+def release_deliveries(tx: Tx, owner: str, delivery_ids: Sequence[str], retry_at_us: int) -> int:
+    """Give back deliveries `owner` holds whose attempt crashed or could not be recorded:
+    nothing is recorded for them, and any process may claim them again from
+    `retry_at_us` (a short pause, so a delivery that crashes its sender every time is
+    not a tight loop), not only once their lease lapses."""
+    if not delivery_ids:
+        return 0
+    marks = ", ".join("?" * len(delivery_ids))
+    return tx.execute(
+        "UPDATE deliveries SET lease_owner = NULL, lease_expires_at = ?"
+        f" WHERE lease_owner = ? AND status = 'pending' AND id IN ({marks})",
+        retry_at_us,
+        owner,
+        *delivery_ids,
+    )
+
+
 def next_due(tx: Tx, limits: SenderLimits, owner: str | None = None) -> int | None:
     """When the next delivery becomes claimable: due, not leased (or its lease lapsed),
     and not for an endpoint or merchant at its limit (a finished attempt wakes the

@@ -391,3 +391,18 @@ async def test_an_actor_that_cannot_load_answers_the_page_in_html_with_retry_aft
     await trio.sleep(server.running.service.actors.max_backoff_seconds + 1)
     assert (await _pay(server, session_id, "TEST-0001", "1234")).status_code == 303
     await server.shutdown()
+
+
+async def test_a_released_attempt_neither_counts_nor_forgives(db: Database) -> None:
+    """`release_attempt` (a crash or a cancellation after the reservation): the slot comes
+    back, the two wrong PINs before it still count, and three more lock the code."""
+    for _ in range(2):
+        assert not (await db.write(customers.reserve_attempt, "", "REAL-0003", NOW_US)).locked
+        await db.write(customers.settle_attempt, "", "REAL-0003", NOW_US, matched=False)
+    for _ in range(5):  # more releases than the five slots: each one gives its slot back
+        assert not (await db.write(customers.reserve_attempt, "", "REAL-0003", NOW_US)).locked
+        await db.write(customers.release_attempt, "", "REAL-0003")
+    for n in range(3):
+        assert not (await db.write(customers.reserve_attempt, "", "REAL-0003", NOW_US)).locked
+        locked = await db.write(customers.settle_attempt, "", "REAL-0003", NOW_US, matched=False)
+        assert locked == (n == 2)

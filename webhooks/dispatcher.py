@@ -22,8 +22,10 @@ each with a fresh signature, records the attempts in batches, and schedules retr
   commits, retries coming due, lapsed leases of crashed processes).
 - Claims are leases: on shutdown, attempts in flight are cancelled, the finished ones
   recorded and the other leases released in a shielded cleanup, so the next start
-  resumes them; after a crash the leases lapse and any process reclaims them. Delivery
-  is at least once, and a delivery is never sent by two processes at once.
+  resumes them; an attempt that crashed or went unrecorded gives its lease back at once
+  (claimed again a second later); after a process's crash its leases lapse and any
+  process reclaims them. Delivery is at least once, and a delivery is never sent by two
+  processes at once.
 """
 
 from __future__ import annotations
@@ -271,7 +273,8 @@ class WebhookDispatcher:
                 finally:
                     self._answered(job)
                 if finished is None:
-                    self._settle(job)  # nothing to record: its lease lapses, it is sent again
+                    await self._release([job])  # nothing to record: claimed again shortly
+                    self._settle(job)
                 else:
                     self._finished.append(finished)
                     self._finished_ready.set()
@@ -406,8 +409,29 @@ class WebhookDispatcher:
                 attempts=len(batch),
             )
             kept = [None] * len(batch)
+            await self._release([finished.job for finished in batch])
         for finished, recorded in zip(batch, kept, strict=True):
             self._recorded(finished.job, finished.record, recorded)
+
+    async def _release(self, jobs: list[DeliveryJob]) -> None:
+        """Give back the leases of deliveries whose attempt crashed or went unrecorded, so
+        they are claimed again after ERROR_BACKOFF_SECONDS rather than after the lease
+        (which this process would not even look for). Shielded, so that a cancellation
+        meanwhile still releases them; if the database cannot take it, they lapse."""
+        retry_at = self.clock.now_us() + int(ERROR_BACKOFF_SECONDS * 1_000_000)
+        ids = [job.delivery_id for job in jobs]
+        with trio.move_on_after(5, shield=True):
+            try:
+                await self.db.write(webhook_rows.release_deliveries, self.owner, ids, retry_at)
+            except Exception as error:
+                log_event(
+                    "could not release deliveries; their leases lapse",
+                    logging.WARNING,
+                    error_type=type(error).__name__,
+                    deliveries=len(ids),
+                )
+                return
+            self._due_at(retry_at)
 
     def _recorded(self, job: DeliveryJob, record: AttemptRecord, kept: bool | None) -> None:
         """The one place an attempt's outcome is known, once its write is over: `kept`

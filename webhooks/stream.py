@@ -103,22 +103,39 @@ class EventStreams:
             since_us=since_us,
         )
         expires = now + int(rules.REGISTRATION_SECONDS * 1_000_000)
-        open_before = await self.db.write(
-            event_stream.open_stream, stream.id, merchant_id, self.owner, now, expires, self.most
-        )
+        # Shielded: a registration under way commits whether or not its caller waits, and
+        # a place nobody knows of would count against the merchant for a minute. Once it
+        # answers, a cancellation (the client gone in the handshake) frees the place.
+        with trio.CancelScope(shield=True):
+            open_before = await self.db.write(
+                event_stream.open_stream,
+                stream.id,
+                merchant_id,
+                self.owner,
+                now,
+                expires,
+                self.most,
+            )
         if open_before >= self.most:
             raise errors.TooManyStreams(self.most, int(rules.REGISTRATION_SECONDS))
         self._open.add(stream.id)
         self._opened.set()
+        try:
+            await trio.lowlevel.checkpoint_if_cancelled()
+        except BaseException:
+            await self.close(stream)
+            raise
         return stream
 
     async def close(self, stream: Stream) -> None:
-        """Free the stream's place (shielded: it runs as the connection ends)."""
+        """Free the stream's place, however the stream ended (an error, the client gone, a
+        cancellation): shielded, as it runs while the connection ends, bounded, and never
+        raising over what ended it."""
         self._open.discard(stream.id)
         with trio.move_on_after(5, shield=True):
             try:
                 await self.db.write(event_stream.close_stream, stream.id)
-            except StorageError as error:  # unrenewed, its place lapses within a minute
+            except Exception as error:  # unrenewed, its place lapses within a minute
                 log_event("could not close a stream", logging.WARNING, error=type(error).__name__)
 
     async def send_events(self, stream: Stream, send: Send, send_ping: Send) -> Ending:

@@ -36,6 +36,7 @@ from ._databases import (
     migrate,
     new_postgres_database,
 )
+from ._faults import Faults, InjectedCrash
 from ._metrics import ID_LIKE, Scrape, parse_metrics, scrape
 from ._openapi import assert_documented, component, operation, parameter, schema_validator
 from ._page import fill_and_approve, page_url, subscription_to_approve
@@ -93,6 +94,8 @@ __all__ = [
     "audit",
     "horizontal_scroll",
     "tab_walk",
+    "Faults",
+    "InjectedCrash",
     "ID_LIKE",
     "Scrape",
     "parse_metrics",
