@@ -7,6 +7,9 @@ flood of them cannot take the machine's memory.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
+
 import attrs
 import trio
 from fgcpay.clock import Clock
@@ -21,10 +24,13 @@ from fgcpay.domain.merchants import (
     password_problem,
     verify_password,
 )
+from fgcpay.logs import log_event
 from fgcpay.storage import Database, dashboard_sessions, merchants, sign_in_attempts
 
 MAX_NAME_LENGTH = 200
 WRONG = "The email or password is not right."
+# A sign-in's settle or release waits this long at most (shielded from cancellation).
+SETTLE_SECONDS = 10.0
 # How many hashes may run at once in a process (each holds 19 MiB while it runs).
 HASHING_AT_ONCE = 4
 
@@ -116,21 +122,29 @@ class Accounts:
         if not email or not password:
             return Refused("Enter your email and password.")
         limits = dashboard.sign_in_limits(self.secret_key, email, address)
-        refused = await self.db.write(sign_in_attempts.reserve, limits, self.clock.now_us())
+        # Shielded: a reservation under way commits whether or not its caller waits, and
+        # only its answer says whether there is an attempt to give back.
+        with trio.CancelScope(shield=True):
+            refused = await self.db.write(sign_in_attempts.reserve, limits, self.clock.now_us())
         if refused is not None:
             return _locked(refused.locked_until, self.clock.now_us())
-        matched = False
-        merchant: Merchant | None = None
+        compared = False
         try:
             merchant = await self.db.read(merchants.merchant_by_email, email)
             stored = merchant.password_hash if merchant else None
             matched = await self._verify(password[: 4 * 1024], stored)
+            compared = True
         finally:
-            # The reservation is always settled, even when the request is cancelled.
-            with trio.CancelScope(shield=True), trio.move_on_after(10):
-                locked_until = await self.db.write(
-                    sign_in_attempts.settle, limits, matched, self.clock.now_us()
-                )
+            if not compared:  # crashed or cancelled first: nothing to count
+                await self._release(limits)
+        # A password compared is counted even when the request is cancelled meanwhile (a
+        # client leaving before the answer gets no free guess), within a bound: a database
+        # that does not answer leaves the attempt to lapse with its window.
+        locked_until: int | None = None
+        with trio.move_on_after(SETTLE_SECONDS, shield=True):
+            locked_until = await self.db.write(
+                sign_in_attempts.settle, limits, matched, self.clock.now_us()
+            )
         if not matched or merchant is None:
             if locked_until is not None:
                 return _locked(locked_until, self.clock.now_us())
@@ -138,6 +152,26 @@ class Accounts:
         if merchant.password_hash and needs_rehash(merchant.password_hash):
             await self.set_password(merchant.id, password, end_sessions=False)
         return await self._start_session(merchant, replaces)
+
+    async def _release(self, limits: Sequence[dashboard.Limit]) -> None:
+        """Give back a reserved attempt nobody compared: shielded, so a cancelled sign-in
+        still does, and bounded, so a database that does not answer cannot hold it."""
+        with trio.move_on_after(SETTLE_SECONDS, shield=True):
+            try:
+                await self.db.write(sign_in_attempts.release, limits)
+                return
+            except Exception as error:  # the crash that brought us here is the one to raise
+                log_event(
+                    "a sign-in attempt was not released; it ends with its window",
+                    logging.WARNING,
+                    error_type=type(error).__name__,
+                )
+                return
+        log_event(
+            "a sign-in attempt was not released; it ends with its window",
+            logging.WARNING,
+            error_type="timeout",
+        )
 
     async def _start_session(self, merchant: Merchant, replaces: str | None) -> SignedIn:
         # A fresh id at every sign-in: an id planted in the browser before is never

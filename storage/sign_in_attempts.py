@@ -130,6 +130,14 @@ def settle(tx: Tx, limits: Sequence[Limit], matched: bool, now_us: int) -> int |
     return latest
 
 
+@locks(_counter_keys)
+def release(tx: Tx, limits: Sequence[Limit]) -> None:
+    """Give back an attempt reserved and never settled: the sign-in crashed or was
+    cancelled before its password was compared. Nothing is counted (a crash is not a wrong
+    password) and nothing is forgiven."""
+    _release(tx, limits)
+
+
 def purge_stale(tx: Tx, now_us: int, limit: int) -> int:
     """Delete at most `limit` counters that hold nothing any more: no lock running and a
     window over long enough ago that no attempt of it can still be in flight; how many.

@@ -17,6 +17,7 @@ import trio
 import trio.testing
 from fgcpay.admin import create_merchant
 from fgcpay.clock import TrioClock
+from fgcpay.dashboard.accounts import Accounts
 from fgcpay.settings import Settings
 from helpers import (
     CLIENT_TLS,
@@ -397,3 +398,31 @@ async def test_errors_under_the_dashboard_are_its_html_pages_not_the_apis_json(
     api = await dashboard.get("/api/v1/no-such-path")
     assert api.headers["content-type"] == "application/json" and api.json()["code"]
     await dashboard.aclose()
+
+
+async def test_a_sign_in_that_crashes_counts_no_wrong_password(
+    nursery: trio.Nursery, settings: Settings, monkeypatch: Any
+) -> None:
+    """A sign-in whose comparison crashes (the hashing thread, the database) is answered
+    500, and its reserved attempt is given back uncounted: five such crashes do not lock
+    the merchant out of its own dashboard."""
+    server = await start_server(nursery, settings)
+    owner, email = await signed_up(server, keep_alive=False)
+    crashes = 0
+
+    async def crashing_verify(self: Accounts, password: str, stored: str | None) -> bool:
+        nonlocal crashes
+        crashes += 1
+        raise RuntimeError("the hashing thread crashed")
+
+    monkeypatch.setattr(Accounts, "_verify", crashing_verify)
+    browser = open_dashboard(server, keep_alive=False)
+    for _ in range(5):
+        assert (await sign_in(browser, email)).status_code == 500
+    assert crashes == 5
+    monkeypatch.undo()
+    right = await sign_in(browser, email)
+    assert right.status_code == 303, right.text
+    await owner.aclose()
+    await browser.aclose()
+    await server.shutdown()
