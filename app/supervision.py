@@ -5,6 +5,9 @@ the registry of what escalated, which `/readyz` and the metrics read.
   period). Failures spread wider than that never exhaust it, however many there are.
 - `Backoff`: a doubling delay, capped; with jitter for loops, so several processes
   retrying one database do not retry in step.
+- `Retries`: how a background loop retries a failed round: after a `Backoff` (jittered,
+  capped), its failures counted against its child's budget; quiet at the capped backoff
+  once escalated, recovered by its next success.
 - `Supervisor`: the supervised children of one process (an actor kind, a background
   loop), each a `Supervised` with its own budget. A child past its budget *escalates*:
   one ERROR line says which ids crashed and why, a counter and a gauge say so in the
@@ -143,6 +146,36 @@ class Supervised:
         return self.budget.last + self.supervisor.quiet_seconds
 
 
+# A background loop: the first retry after about a second, then doubling to half a minute;
+# past 5 failures within a minute (some 30 s of failing in a row) it escalates.
+LOOP_LIMIT = 5
+LOOP_PERIOD_SECONDS = 60.0
+LOOP_BACKOFF = Backoff(base=1.0, cap=30.0, jitter=0.5)
+
+
+@attrs.define(eq=False)
+class Retries:
+    """A background loop's failed rounds: each `failed` says how long to wait before the
+    next round (the backoff for the failures in a row) and counts against the loop's
+    budget; `succeeded` resets the backoff and recovers the loop if it escalated. Made by
+    `Supervisor.loop`."""
+
+    child: Supervised
+    backoff: Backoff
+    in_a_row: int = 0
+
+    def failed(self, error: Exception, subject: str | None = None) -> float:
+        """Count a failed round (`subject`: what it was working on, if one thing); the
+        seconds to wait before the next."""
+        self.in_a_row += 1
+        self.child.failed(error, subject, in_a_row=self.in_a_row)
+        return self.backoff.delay(self.in_a_row)
+
+    def succeeded(self) -> None:
+        self.in_a_row = 0
+        self.child.succeeded()
+
+
 class Supervisor:
     """What the supervised parts of one process report to, and what escalated among them.
 
@@ -161,6 +194,17 @@ class Supervisor:
             found = self._children[name] = Supervised(name, Budget(limit, period), self)
             metrics.supervised(name, escalated=False)
         return found
+
+    def loop(
+        self,
+        name: str,
+        limit: int = LOOP_LIMIT,
+        period: float = LOOP_PERIOD_SECONDS,
+        backoff: Backoff = LOOP_BACKOFF,
+    ) -> Retries:
+        """The retries of one background loop, supervised as `loop <name>`. Loops of one
+        name (a test clock's advances) share one budget, each with its own backoff."""
+        return Retries(self.child(f"loop {name}", limit, period), backoff)
 
     def escalated(self) -> list[str]:
         """The names of the children escalated now, sorted."""
