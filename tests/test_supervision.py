@@ -14,10 +14,20 @@ import pytest
 import trio
 import trio.testing
 from fgcpay.actors.subscription import SubscriptionActor
+from fgcpay.actors.test_clocks import TestClocks
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
 from fgcpay.timers.expiry import ExpirySweeper
-from helpers import CLIENT_TLS, MerchantClient, Server, create, create_subscription, scrape
+from fgcpay.webhooks.dispatcher import WebhookDispatcher
+from helpers import (
+    CLIENT_TLS,
+    MerchantClient,
+    Server,
+    create,
+    create_subscription,
+    create_test_clock,
+    scrape,
+)
 from helpers import start_server as start
 
 KIND_ESCALATED = "actor kind subscription"
@@ -189,4 +199,61 @@ async def test_a_failing_sweep_backs_off_escalates_once_and_recovers_at_its_next
     assert await _escalations(server, LOOP_ESCALATED) == (counted + 1, 0)
     (recovered,) = [r for r in _lines(caplog, logging.INFO) if r.getMessage().endswith("recovered")]
     assert _fields(recovered) == {"supervised": LOOP_ESCALATED, "reason": "succeeded"}
+    await server.shutdown()
+
+
+async def _failing(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("injected failure")
+
+
+async def test_the_dispatchers_claims_escalate_and_recover(
+    nursery: trio.Nursery,
+    settings: Settings,
+    clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = await start(nursery, settings, clock=TrioClock())
+    merchant = await server.merchant()
+    monkeypatch.setattr(WebhookDispatcher, "_claim", _failing)
+    caplog.set_level(logging.INFO, logger="fgcpay")
+    server.running.service.dispatcher.ring()
+    await _idle_for(clock, 120)
+    ready = await _readyz(server)
+    assert ready.json()["details"] == {"escalated": ["loop webhook claims"]}
+    (escalation,) = _lines(caplog, logging.ERROR)
+    assert _fields(escalation)["supervised"] == "loop webhook claims"
+    await _still_serving(merchant)
+    monkeypatch.undo()
+    await trio.sleep(31)
+    assert (await _readyz(server)).status_code == 200
+    await server.shutdown()
+
+
+async def test_a_failing_test_clock_advance_escalates_then_finishes_once_the_fault_passes(
+    nursery: trio.Nursery,
+    settings: Settings,
+    clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = await start(nursery, settings, clock=TrioClock())
+    merchant = await server.merchant()
+    test_clock = await create_test_clock(merchant, "2026-01-01T00:00:00Z")
+    monkeypatch.setattr(TestClocks, "_advance_step", _failing)
+    caplog.set_level(logging.INFO, logger="fgcpay")
+    path = f"/test_clocks/{test_clock['id']}"
+    advanced = await merchant.post(f"{path}/advance", json={"frozen_time": "2026-02-01T00:00:00Z"})
+    assert advanced.status_code == 200, advanced.text
+    await _idle_for(clock, 120)
+    ready = await _readyz(server)
+    assert ready.json()["details"] == {"escalated": ["loop test clock advance"]}
+    (escalation,) = _lines(caplog, logging.ERROR)
+    assert {f["id"] for f in _fields(escalation)["failures"]} == {test_clock["id"]}
+    assert (await merchant.get(path)).json()["status"] == "advancing"
+    await _still_serving(merchant)
+    monkeypatch.undo()
+    await trio.sleep(31)
+    assert (await merchant.get(path)).json()["status"] == "ready"
+    assert (await _readyz(server)).status_code == 200
     await server.shutdown()
