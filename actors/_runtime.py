@@ -57,8 +57,7 @@ S = TypeVar("S")
 NOT_LOADED: Any = object()
 """`loaded` when the asker has no state to hand over: the actor's `activate` reads it."""
 
-# Quarantine records kept before the forgotten ones are dropped (a long outage touching
-# many ids must not grow the map without bound).
+# Ids whose crashes are remembered, at most (but those quarantined now): see `_forget_quiet`.
 MAX_CRASH_RECORDS = 10_000
 
 
@@ -409,10 +408,10 @@ class ActorHost:
         now = trio.current_time()
         crashes = self._crashes.get(actor.key)
         if crashes is None or crashes.budget.last <= now - self.forget_seconds:
+            self._forget_quiet(now)
             crashes = self._crashes[actor.key] = _Crashes(
                 Budget(self.quarantine_after - 1, self.restart_period)
             )
-            self._forget_quiet(now)
         quarantine = crashes.budget.spend(now)
         if quarantine:
             crashes.quarantines += 1
@@ -426,12 +425,10 @@ class ActorHost:
         return quarantine
 
     def _forget_quiet(self, now: float) -> None:
+        """Keep the records bounded: past `MAX_CRASH_RECORDS` (a long outage touching many
+        ids), only the ids quarantined now are kept; the others start afresh."""
         if len(self._crashes) > MAX_CRASH_RECORDS:
-            for key in [
-                key
-                for key, crashes in self._crashes.items()
-                if crashes.until <= now and crashes.budget.last <= now - self.forget_seconds
-            ]:
+            for key in [key for key, crashes in self._crashes.items() if crashes.until <= now]:
                 del self._crashes[key]
 
     def _retire(self, actor: _Actor[Any]) -> None:
