@@ -18,19 +18,31 @@
   whole) may hand it over (`loaded`): an activation by that ask starts from it instead of
   reading it again. A state that is stale by then is harmless, as any state held in
   memory is: storage decides with conditional writes, and the actor reloads on a refusal.
-- Supervision: an actor that raises is restarted from storage, at most `max_restarts`
-  times in a row; the message it was handling is answered 503. An actor whose state
-  cannot be loaded (`activate` fails: the database is down) is restarted after a backoff
-  that doubles with each failed activation up to `max_backoff_seconds`, on trio time.
-  While it backs off, and for one more backoff after it gave up, asks are answered at
-  once with 503 and a `Retry-After` instead of hammering the database in a tight loop.
+- Supervision, as OTP does it (`fgcpay.supervision`): an actor that raises, handling a
+  message or loading its state, is restarted from storage at once; the message it was
+  handling is answered 503. Each kind has a restart budget (`restart_limit` crashes
+  within `restart_period` seconds, in this process); past it the kind escalates
+  (`/readyz` names it, a metric counts it, one ERROR line lists the ids that crashed and
+  why) and recovers by itself once it has been quiet. An escalated kind keeps activating
+  on demand: its crashes are most often one bad record, and refusing every id of the kind
+  would turn that into an outage for every merchant; readiness tells the operator.
+- Quarantine: an id that crashes `quarantine_after` times within `restart_period` is not
+  restarted but quarantined for a cool-off that doubles with each quarantine from
+  `backoff_seconds` up to `max_backoff_seconds`, and is forgotten once the id has not
+  crashed for `forget_seconds`. Meanwhile its asks are answered at once with 503 and a
+  `Retry-After`, so a poison id (or a database that is down) never restarts in a loop.
+- An ask's deadline (`ask_timeout`): an ask that gets no reply in time is answered 503
+  with a `Retry-After`, and the message is abandoned: skipped if not begun, its handler
+  cancelled if it runs. A write already handed to the database is never abandoned (the
+  storage layer waits for its commit, shielded); the cancellation takes effect after it,
+  and the actor reloads its state from storage. A retry with the same `Idempotency-Key`
+  then answers the final outcome (docs/architecture.md, "An ask's deadline").
   `trio.Cancelled` always passes through, and every actor task lives in the host's
   nursery under the root.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
@@ -38,12 +50,15 @@ from typing import Any, Generic, Protocol, TypeVar
 import attrs
 import trio
 from fgcpay.domain import errors
-from fgcpay.logs import log_event
+from fgcpay.supervision import Backoff, Budget, Supervised, Supervisor
 
 S = TypeVar("S")
 
 NOT_LOADED: Any = object()
 """`loaded` when the asker has no state to hand over: the actor's `activate` reads it."""
+
+# Ids whose crashes are remembered, at most (but those quarantined now): see `_forget_quiet`.
+MAX_CRASH_RECORDS = 10_000
 
 
 class Behaviour(Protocol[S]):
@@ -59,7 +74,8 @@ class Behaviour(Protocol[S]):
         """Handle one message; return the new state and the reply.
 
         Raising a `ServiceError` answers the asker with it and keeps the actor as it was;
-        any other exception is a crash.
+        any other exception is a crash. It may be cancelled (its asker's deadline passed)
+        at any checkpoint but inside a database write; the actor then reloads its state.
         """
         ...
 
@@ -95,14 +111,23 @@ class _Envelope:
     passivate: bool = False  # the sender asks for passivation right after it
     # Set by `_deliver` when this message started the actor (and so comes first).
     activated: bool = False
+    # Its asker stopped waiting (the deadline passed): not begun, or cancelled if running.
+    abandoned: bool = False
+    handling: trio.CancelScope | None = None  # while its handler runs
+
+    def abandon(self) -> None:
+        self.abandoned = True
+        if self.handling is not None:
+            self.handling.cancel()
 
 
-@attrs.frozen
-class _Cooling:
-    """An actor that gave up after failed activations: not restarted before `until`."""
+@attrs.define
+class _Crashes:
+    """One id's crashes: its own budget (crashes before quarantine) and its quarantines."""
 
-    until: float  # trio time
-    failed_activations: int
+    budget: Budget
+    quarantines: int = 0
+    until: float = -math.inf  # quarantined until (trio time)
 
 
 @attrs.frozen
@@ -123,7 +148,14 @@ class _Actor(Generic[S]):
 
 
 class ActorHost:
-    """Runs actors of the registered kinds. Start it with `nursery.start(host.run)`."""
+    """Runs actors of the registered kinds. Start it with `nursery.start(host.run)`.
+
+    Supervision (see the module docstring): per kind at most `restart_limit` crashes in
+    `restart_period` seconds, or the kind escalates to `supervisor`; an id crashing
+    `quarantine_after` times within `restart_period` is quarantined for a cool-off
+    doubling from `backoff_seconds` to `max_backoff_seconds`, forgotten after
+    `forget_seconds` without a crash. The defaults suit a service (5 in 10 s: a burst of
+    bad records escalates, one poison id does not, being quarantined after two)."""
 
     def __init__(
         self,
@@ -131,23 +163,35 @@ class ActorHost:
         idle_seconds: float = 60.0,
         ask_timeout: float = 10.0,
         mailbox_size: int = 16,
-        max_restarts: int = 3,
+        restart_limit: int = 5,
+        restart_period: float = 10.0,
+        quarantine_after: int = 2,
         backoff_seconds: float = 0.5,
         max_backoff_seconds: float = 30.0,
+        forget_seconds: float = 300.0,
+        supervisor: Supervisor | None = None,
     ) -> None:
         self.idle_seconds = idle_seconds
         self.ask_timeout = ask_timeout
         self.mailbox_size = mailbox_size
-        self.max_restarts = max_restarts
-        self.backoff_seconds = backoff_seconds
+        self.restart_limit = restart_limit
+        self.restart_period = restart_period
+        self.quarantine_after = quarantine_after
+        self.cool_off = Backoff(backoff_seconds, max_backoff_seconds)
         self.max_backoff_seconds = max_backoff_seconds
-        self._cooling: dict[tuple[str, str], _Cooling] = {}
+        self.forget_seconds = forget_seconds
+        self.supervisor = supervisor or Supervisor()
+        self._kinds: dict[str, Supervised] = {}
+        self._crashes: dict[tuple[str, str], _Crashes] = {}
         self._behaviours: dict[str, Behaviour[Any]] = {}
         self._actors: dict[tuple[str, str], _Actor[Any]] = {}
         self._nursery: trio.Nursery | None = None
 
     def register(self, behaviour: Behaviour[Any]) -> None:
         self._behaviours[behaviour.kind] = behaviour
+        self._kinds[behaviour.kind] = self.supervisor.child(
+            f"actor kind {behaviour.kind}", self.restart_limit, self.restart_period
+        )
 
     @property
     def live(self) -> int:
@@ -164,6 +208,11 @@ class ActorHost:
             messages += waiting
             deepest = max(deepest, waiting)
         return ActorLoad(live=live, messages=messages, deepest=deepest)
+
+    def quarantined(self, kind: str, actor_id: str) -> bool:
+        """Whether the id is quarantined now (its asks answered 503 at once)."""
+        crashes = self._crashes.get((kind, actor_id))
+        return crashes is not None and crashes.until > trio.current_time()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -183,7 +232,8 @@ class ActorHost:
         passivate: bool = False,
         loaded: Any = NOT_LOADED,
     ) -> Any:
-        """Send `message` and wait for the reply; 503 when none comes within the timeout.
+        """Send `message` and wait for the reply; 503 with a `Retry-After` when none comes
+        within `ask_timeout`, the message then abandoned (see the module docstring).
 
         `passivate`: if this message starts the actor and nothing else is waiting once it
         is handled, the actor ends at once rather than after `idle_seconds` (for work that
@@ -192,11 +242,19 @@ class ActorHost:
         read it from storage, used instead of `activate` if this message starts the actor.
         """
         reply = _Reply()
-        with trio.move_on_after(self.ask_timeout):
-            await self._deliver(kind, actor_id, _Envelope(message, reply, passivate), loaded)
-            await reply.done.wait()
+        envelope = _Envelope(message, reply, passivate)
+        try:
+            with trio.move_on_after(self.ask_timeout):
+                await self._deliver(kind, actor_id, envelope, loaded)
+                await reply.done.wait()
+        finally:
+            if not reply.done.is_set():
+                envelope.abandon()  # nobody waits for its answer any more (a deadline, a cancel)
         if not reply.done.is_set():
-            raise errors.Unavailable("The service is busy; please retry.")
+            raise errors.Unavailable(
+                "The service did not answer in time; please retry (with the same"
+                " Idempotency-Key, a retry answers what was done)."
+            )
         if reply.error is not None:
             raise reply.error
         return reply.value
@@ -263,9 +321,9 @@ class ActorHost:
             raise LookupError(f"no actor kind {key[0]!r}")
         if self._nursery is None:
             raise errors.Unavailable("The service is shutting down.")
-        cooling = self._cooling.get(key)
-        if cooling is not None and trio.current_time() < cooling.until:
-            raise _unavailable(cooling.until)
+        crashes = self._crashes.get(key)
+        if crashes is not None and trio.current_time() < crashes.until:
+            raise _unavailable(crashes.until)
         send, mailbox = trio.open_memory_channel[_Envelope](self.mailbox_size)
         actor: _Actor[Any] = _Actor(key=key, send=send, mailbox=mailbox, loaded=loaded)
         self._actors[key] = actor
@@ -273,12 +331,10 @@ class ActorHost:
         return actor
 
     async def _live(self, actor: _Actor[Any]) -> None:
+        """The actor's life: (re)load its state, then handle messages until it passivates
+        or is quarantined; a crash restarts it from storage."""
         behaviour = self._behaviours[actor.key[0]]
         actor_id = actor.key[1]
-        failures = 0  # crashes in a row, against `max_restarts`
-        cooled = self._cooling.pop(actor.key, None)
-        # Failed activations in a row (kept across a give-up), for the backoff's length.
-        failed_activations = cooled.failed_activations if cooled else 0
         try:
             while True:
                 try:
@@ -288,17 +344,9 @@ class ActorHost:
                     else:
                         state = await behaviour.activate(actor_id)
                 except Exception as crash:
-                    failures += 1
-                    failed_activations += 1
-                    delay = self._backoff(failed_activations)
-                    self._log_crash(actor, crash, failures, delay)
-                    if failures > self.max_restarts:
-                        until = trio.current_time() + delay
-                        self._cool(actor.key, _Cooling(until, failed_activations))
-                        return
-                    await self._refuse_until(actor, trio.current_time() + delay)
+                    if self._crashed(actor, crash, "activate"):
+                        return  # quarantined: `_retire` answers what waits with Retry-After
                     continue
-                failed_activations = 0
                 current: _Envelope | None = None
                 try:
                     while True:
@@ -314,83 +362,93 @@ class ActorHost:
                             if _empty(actor):
                                 return  # passivate; `finally` closes the mailbox at once
                             continue
-                        try:
-                            state, value = await behaviour.receive(actor_id, state, current.message)
-                        except errors.ServiceError as refusal:
-                            if current.reply is not None:
-                                current.reply.fail(refusal)
-                        else:
-                            if current.reply is not None:
-                                current.reply.answer(value)
-                            failures = 0
+                        if current.abandoned:
+                            continue  # its asker gave up before it began: nothing to do
+                        state, finished = await self._handle(behaviour, actor_id, state, current)
                         if _done_with(actor, current) or (
-                            behaviour.resting(state) and _empty(actor)
+                            finished and behaviour.resting(state) and _empty(actor)
                         ):
                             return  # passivate; `finally` closes the mailbox at once
+                        if not finished:
+                            break  # cancelled mid-way: reload what storage holds
                 except Exception as crash:
                     # One message crashed it: restart from storage at once, that message
                     # answered 503 (it is not retried, so this cannot loop by itself).
-                    failures += 1
-                    self._log_crash(actor, crash, failures, 0.0)
                     if current is not None and current.reply is not None:
                         current.reply.fail(errors.Unavailable("The service is busy; please retry."))
-                    if failures > self.max_restarts or (
+                    message = "receive" if current is None else type(current.message).__name__
+                    if self._crashed(actor, crash, message) or (
                         current is not None and _done_with(actor, current)
                     ):
                         return
         finally:
             self._retire(actor)
 
-    def _backoff(self, failed_activations: int) -> float:
-        exponent = min(failed_activations - 1, 30)
-        return float(min(self.backoff_seconds * 2**exponent, self.max_backoff_seconds))
+    async def _handle(
+        self, behaviour: Behaviour[Any], actor_id: str, state: Any, current: _Envelope
+    ) -> tuple[Any, bool]:
+        """Handle one message under a cancel scope its asker's deadline may cancel; the
+        new state, and False when it was cancelled (the state is then unknown)."""
+        with trio.CancelScope() as scope:
+            current.handling = scope
+            try:
+                state, value = await behaviour.receive(actor_id, state, current.message)
+            except errors.ServiceError as refusal:
+                if current.reply is not None:
+                    current.reply.fail(refusal)
+            else:
+                if current.reply is not None:
+                    current.reply.answer(value)
+        current.handling = None
+        return state, not scope.cancelled_caught
 
-    def _log_crash(self, actor: _Actor[Any], crash: Exception, failures: int, delay: float) -> None:
-        log_event(
-            "actor crashed",
-            logging.ERROR,
-            kind=actor.key[0],
-            actor_id=actor.key[1],
-            error_type=type(crash).__name__,
-            error=str(crash)[:300],
-            restarts_left=max(0, self.max_restarts - failures + 1),
-            restart_in_seconds=round(delay, 3),
+    def _crashed(self, actor: _Actor[Any], crash: Exception, step: str) -> bool:
+        """Count a crash against the id's and the kind's budgets; True when the id is now
+        quarantined (its task ends), False to restart it at once."""
+        now = trio.current_time()
+        crashes = self._crashes.get(actor.key)
+        if crashes is None or crashes.budget.last <= now - self.forget_seconds:
+            self._forget_quiet(now)
+            crashes = self._crashes[actor.key] = _Crashes(
+                Budget(self.quarantine_after - 1, self.restart_period)
+            )
+        quarantine = crashes.budget.spend(now)
+        if quarantine:
+            crashes.quarantines += 1
+            crashes.until = now + self.cool_off.delay(crashes.quarantines)
+        self._kinds[actor.key[0]].failed(
+            crash,
+            actor.key[1],
+            step=step,
+            quarantined_seconds=round(crashes.until - now, 3) if quarantine else 0,
         )
+        return quarantine
 
-    def _cool(self, key: tuple[str, str], cooling: _Cooling) -> None:
-        self._cooling[key] = cooling
-        if len(self._cooling) > 10_000:
-            # Keep the map bounded during a long outage touching many ids.
-            now = trio.current_time()
-            for stale in [k for k, c in self._cooling.items() if c.until <= now]:
-                del self._cooling[stale]
-
-    async def _refuse_until(self, actor: _Actor[Any], deadline: float) -> None:
-        """Back off until `deadline`, answering every ask meanwhile with 503 and when to
-        retry (a `tell` in that time is dropped, as when an actor gives up)."""
-        with trio.move_on_at(deadline):
-            while True:
-                envelope = await actor.mailbox.receive()
-                if envelope.reply is not None:
-                    envelope.reply.fail(_unavailable(deadline))
+    def _forget_quiet(self, now: float) -> None:
+        """Keep the records bounded: past `MAX_CRASH_RECORDS` (a long outage touching many
+        ids), only the ids quarantined now are kept; the others start afresh."""
+        if len(self._crashes) > MAX_CRASH_RECORDS:
+            for key in [key for key, crashes in self._crashes.items() if crashes.until <= now]:
+                del self._crashes[key]
 
     def _retire(self, actor: _Actor[Any]) -> None:
         # No checkpoint in here: leaving the registry and closing the mailbox happen
         # together, so a sender either got in before (and we answer it) or finds it closed.
         if self._actors.get(actor.key) is actor:
             del self._actors[actor.key]
-        cooling = self._cooling.get(actor.key)
+        crashes = self._crashes.get(actor.key)
+        refusal = (
+            _unavailable(crashes.until)
+            if crashes is not None and crashes.until > trio.current_time()
+            else errors.Unavailable("The service is busy; please retry.")
+        )
         while True:
             try:
                 left = actor.mailbox.receive_nowait()
             except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                 break
             if left.reply is not None:
-                left.reply.fail(
-                    _unavailable(cooling.until)
-                    if cooling is not None
-                    else errors.Unavailable("The service is busy; please retry.")
-                )
+                left.reply.fail(refusal)
         actor.mailbox.close()
 
 
@@ -409,9 +467,10 @@ def _empty(actor: _Actor[Any]) -> bool:
 
 
 def _unavailable(until: float) -> errors.Unavailable:
-    """503 for an actor that cannot be loaded now, saying when it will try again."""
+    """503 for a quarantined id (it crashed repeatedly, or its state cannot be loaded),
+    saying when it will be tried again."""
     seconds = max(1, math.ceil(until - trio.current_time()))
     return errors.Unavailable(
-        "The service cannot reach its data right now; please retry.",
+        "The service cannot handle this right now; please retry.",
         retry_after_seconds=seconds,
     )

@@ -1,9 +1,13 @@
 """Test clocks: creating, reading, listing and deleting them, and their advance, which
-runs everything due on a clock up to its new time through the subscriptions' actors."""
+runs everything due on a clock up to its new time through the subscriptions' actors.
+
+An advance's step that fails, or a look for advances nobody runs, is retried after a
+backoff growing to half a minute; past their budget the loops `test clock advance` and
+`test clock resume` escalate to the service's supervisor (`fgcpay.supervision`), retry
+quietly and recover at their next success."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 
 import attrs
@@ -13,7 +17,6 @@ from fgcpay.domain import errors, ids
 from fgcpay.domain import test_clocks as clock_rules
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.test_clocks import TestClock, TestClockRequest
-from fgcpay.logs import log_event
 from fgcpay.storage import Database
 from fgcpay.storage import subscriptions as subscription_rows
 from fgcpay.storage import test_clocks as clock_rows
@@ -25,7 +28,7 @@ from .subscription import KIND, Act, Reload
 ROWS = OwnedRows(clock_rules.TEST_CLOCK_PREFIX, "test clock", clock_rows.of_merchant)
 ADVANCE_BATCH = 500
 ADVANCE_CONCURRENCY = 32
-ADVANCE_RETRY_SECONDS = 1.0
+ADVANCE_RETRY_SECONDS = 1.0  # when an actor could not answer (a quarantined id): still due
 ADVANCE_GIVE_WAY_SECONDS = 0.05
 # Clocks left advancing that one check resumes (longest first); more are unlikely.
 RESUME_BATCH = 1000
@@ -145,14 +148,14 @@ class TestClocks:
         staleness as well.
         """
         task_status.started()
+        retries = self.host.supervisor.loop("test clock resume")
         while True:
             try:
                 left = await self.db.read(clock_rows.advancing, RESUME_BATCH)
-            except Exception as error:  # the database is down: look again next time
-                log_event(
-                    "could not read advancing clocks", logging.WARNING, error=type(error).__name__
-                )
-                left = []
+            except Exception as error:  # the database is down: look again soon
+                await trio.sleep(min(retries.failed(error), self.resume_seconds))
+                continue
+            retries.succeeded()
             for test_clock in left:
                 self._start(test_clock)
             await trio.sleep(self.resume_seconds)
@@ -162,44 +165,44 @@ class TestClocks:
             if self.before_advance is not None:
                 await self.before_advance(test_clock)
             seen: list[tuple[str, int]] = []
-            while not await self._advance_step(test_clock, seen):
-                pass
+            # Each advance backs off on its own; the advances share one budget.
+            retries = self.host.supervisor.loop("test clock advance")
+            while True:
+                try:
+                    finished = await self._advance_step(test_clock, seen)
+                except Exception as error:  # trio.Cancelled is no Exception: it passes
+                    await trio.sleep(retries.failed(error, test_clock.id))
+                    continue
+                retries.succeeded()
+                if finished:
+                    break
         finally:
             self._running.discard(key)
 
     async def _advance_step(self, test_clock: TestClock, seen: list[tuple[str, int]]) -> bool:
         """One batch of the advance; True once the clock is `ready` (or gone, or another
-        process finished it). `seen`: the batch the last step found, updated."""
-        try:
-            due = await self.db.read(
-                subscription_rows.due_on_clock, test_clock.id, test_clock.frozen_time, ADVANCE_BATCH
-            )
-            batch = [(record.id, record.version) for record in due]
-            if due and batch == seen:
-                # Nothing moved since the last step: another process holds these rows (its
-                # group commit is taking the same steps; ours gave way). Its commit moves
-                # them on; asking again at once would only spin until it does.
-                await trio.sleep(ADVANCE_GIVE_WAY_SECONDS)
-            seen[:] = batch
-            if due:
-                # As the renewal sweep: the records read are the actors' states, and each
-                # actor ends right after its step (see `ActorHost.ask`).
-                loaded = {record.id: record for record in due}
-                if await self.host.ask_all(
-                    KIND, list(loaded), Act(), ADVANCE_CONCURRENCY, passivate=True, loaded=loaded
-                ):
-                    await trio.sleep(ADVANCE_RETRY_SECONDS)
-                return False
-            if await self.db.write(clock_rows.finish_advance, test_clock, self.clock.now_us()):
-                return True
-            stored = await self.db.read(clock_rows.by_id, test_clock.id)
-            return stored is None or stored.version != test_clock.version
-        except Exception as error:
-            log_event(
-                "test clock advance failed",
-                logging.WARNING,
-                clock_id=test_clock.id,
-                error_type=type(error).__name__,
-            )
-            await trio.sleep(ADVANCE_RETRY_SECONDS)
+        process finished it). `seen`: the batch the last step found, updated. Raises
+        what failed (`_run_advance` retries)."""
+        due = await self.db.read(
+            subscription_rows.due_on_clock, test_clock.id, test_clock.frozen_time, ADVANCE_BATCH
+        )
+        batch = [(record.id, record.version) for record in due]
+        if due and batch == seen:
+            # Nothing moved since the last step: another process holds these rows (its
+            # group commit is taking the same steps; ours gave way). Its commit moves
+            # them on; asking again at once would only spin until it does.
+            await trio.sleep(ADVANCE_GIVE_WAY_SECONDS)
+        seen[:] = batch
+        if due:
+            # As the renewal sweep: the records read are the actors' states, and each
+            # actor ends right after its step (see `ActorHost.ask`).
+            loaded = {record.id: record for record in due}
+            if await self.host.ask_all(
+                KIND, list(loaded), Act(), ADVANCE_CONCURRENCY, passivate=True, loaded=loaded
+            ):
+                await trio.sleep(ADVANCE_RETRY_SECONDS)
             return False
+        if await self.db.write(clock_rows.finish_advance, test_clock, self.clock.now_us()):
+            return True
+        stored = await self.db.read(clock_rows.by_id, test_clock.id)
+        return stored is None or stored.version != test_clock.version

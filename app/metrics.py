@@ -124,6 +124,21 @@ class _Instruments:
             buckets=WAIT_BUCKETS,
             registry=registry,
         )
+        self.escalations = prometheus_client.Counter(
+            "fgcpay_supervision_escalations",
+            "Escalations: a supervised part (an actor kind, a background loop) that failed"
+            " more often than its restart budget allows, by what escalated.",
+            ["supervised"],
+            registry=registry,
+        )
+        self.escalated = prometheus_client.Gauge(
+            "fgcpay_supervision_escalated",
+            "1 while a supervised part is escalated in any process (then /readyz answers"
+            " 503 naming it), else 0; by what escalated.",
+            ["supervised"],
+            multiprocess_mode="livemax",
+            registry=registry,
+        )
         self.processes = prometheus_client.Gauge(
             "fgcpay_processes",
             "Service processes whose metrics this answer adds up.",
@@ -188,6 +203,18 @@ def db_waited(role: str, seconds: float) -> None:
     (called from the database threads: prometheus-client's values take a lock)."""
     wait = _instruments.db_read_wait if role == "read" else _instruments.db_write_wait
     wait.observe(seconds)
+
+
+def supervised(name: str, *, escalated: bool) -> None:
+    """Whether the supervised part `name` (a fixed word: an actor kind, a loop) is
+    escalated now (a part is declared with 0 when first supervised)."""
+    _instruments.escalated.labels(name).set(1 if escalated else 0)
+
+
+def escalation(name: str) -> None:
+    """The supervised part `name` escalated: counted, and marked escalated."""
+    _instruments.escalations.labels(name).inc()
+    supervised(name, escalated=True)
 
 
 @attrs.frozen

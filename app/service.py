@@ -50,6 +50,7 @@ from fgcpay.storage import (
     open_database,
     sign_in_attempts,
 )
+from fgcpay.supervision import Supervisor
 from fgcpay.timers.expiry import ExpirySweeper
 from fgcpay.timers.renewals import RenewalSweeper
 from fgcpay.webhooks.dispatcher import WebhookDispatcher
@@ -72,6 +73,8 @@ class Service:
     nursery: trio.Nursery
     rate_limiter: RateLimiter
     actors: ActorHost
+    # What the actor kinds and background loops escalate to; /readyz reads it.
+    supervisor: Supervisor
     checkout: CheckoutSessions
     sweeper: ExpirySweeper
     status_hub: StatusHub
@@ -124,9 +127,11 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
         settings.database_url, settings.db_pool_size, settings.db_timeout_seconds
     ) as db:
         async with trio.open_nursery() as nursery:
+            supervisor = Supervisor()
             actors = ActorHost(
                 idle_seconds=settings.actor_idle_seconds,
                 ask_timeout=settings.actor_ask_timeout_seconds,
+                supervisor=supervisor,
             )
             sweeper = ExpirySweeper(db, actors, clock, settings.expiry_poll_seconds)
             # The durable timers poll alike for other processes' work.
@@ -141,6 +146,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 allow_private=settings.webhook_allow_private,
                 poll_seconds=settings.webhook_poll_seconds,
                 lease_seconds=settings.webhook_lease_seconds,
+                supervisor=supervisor,
             )
 
             def session_changed(session: CheckoutSession) -> None:
@@ -181,6 +187,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                     settings.rate_limit_per_second, settings.rate_limit_burst, db, clock
                 ),
                 actors=actors,
+                supervisor=supervisor,
                 checkout=CheckoutSessions(
                     db=db,
                     host=actors,
@@ -224,6 +231,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
             )
             await nursery.start(follow_changes, db, status_hub, event_streams.bells, nursery)
             await nursery.start(event_streams.run)
+            await nursery.start(supervisor.run)
             await nursery.start(actors.run)
             await nursery.start(sweeper.run)
             await nursery.start(renewals.run)

@@ -211,9 +211,15 @@ class GroupThread:
             raise StorageError("the database is closed")
         job = Job(fn, args, kwargs, trio.lowlevel.current_trio_token())
         self._queue.put(job)
-        # A caller cancelled meanwhile stops waiting; its job still commits or rolls back
-        # whole, and whatever it wrote (an event, an idempotency record) says which.
-        await job.done.wait()
+        if self.role == "write":
+            # Handed over, a write commits or rolls back whole whatever its caller does. A
+            # caller cancelled meanwhile (an ask past its deadline, a shutdown) still waits
+            # for that outcome, and the cancellation takes effect at its next checkpoint:
+            # so no actor goes on from a state it cannot know was written or not.
+            with trio.CancelScope(shield=True):
+                await job.done.wait()
+        else:
+            await job.done.wait()  # a read changes nothing: a cancelled caller just leaves
         if job.error is not None:
             raise job.error
         return job.result

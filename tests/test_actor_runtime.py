@@ -80,7 +80,9 @@ class Counter:
 
 @pytest.fixture
 async def host(nursery: trio.Nursery) -> ActorHost:
-    actor_host = ActorHost(idle_seconds=IDLE, ask_timeout=5.0, mailbox_size=4, max_restarts=2)
+    actor_host = ActorHost(
+        idle_seconds=IDLE, ask_timeout=5.0, mailbox_size=4, restart_limit=3, restart_period=10.0
+    )
     await nursery.start(actor_host.run)
     return actor_host
 
@@ -282,16 +284,105 @@ async def test_a_crash_restarts_from_storage_and_answers_503(
     assert counter.activations == 2
 
 
-async def test_repeated_crashes_retire_the_actor_and_a_later_message_starts_fresh(
+async def test_an_id_crashing_twice_in_the_period_is_quarantined_then_served_again(
     host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
 ) -> None:
-    for _ in range(3):  # max_restarts=2: the third crash in a row gives up
+    """By design no longer "3 in a row": the second crash of one id within the period
+    quarantines it (OTP's budget per id), answered at once with when to retry."""
+    counter.saved["a"] = 5
+    for _ in range(2):
         with pytest.raises(errors.Unavailable):
             await host.ask("counter", "a", Boom())
     await trio.testing.wait_all_tasks_blocked()
-    assert host.live == 0
-    assert await host.ask("counter", "a", Add(1)) == 1
-    assert counter.activations == 4  # three runs that crashed, then a fresh start
+    assert host.live == 0 and counter.activations == 2
+    asked = trio.current_time()
+    with pytest.raises(errors.Unavailable) as refused:
+        await host.ask("counter", "a", Add(1))
+    assert trio.current_time() == asked  # at once: neither restarted nor left to time out
+    assert refused.value.retry_after_seconds == 1  # the first cool-off, 0.5 s, rounded up
+    assert counter.activations == 2
+    await trio.sleep(1)
+    assert await host.ask("counter", "a", Add(1)) == 6  # from storage, after the cool-off
+
+
+async def _quarantine(host: ActorHost, actor_id: str) -> int:
+    """Crash `actor_id` until it is quarantined; the Retry-After its next ask hears."""
+    while not host.quarantined("counter", actor_id):
+        with pytest.raises(errors.Unavailable):
+            await host.ask("counter", actor_id, Boom())
+    with pytest.raises(errors.Unavailable) as refused:
+        await host.ask("counter", actor_id, Add(1))
+    assert refused.value.retry_after_seconds is not None
+    return refused.value.retry_after_seconds
+
+
+async def test_a_poison_id_cools_off_longer_each_time_capped_and_is_forgotten_when_quiet(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    host = ActorHost(
+        backoff_seconds=2.0, max_backoff_seconds=8.0, forget_seconds=100.0, restart_limit=100
+    )
+    await nursery.start(host.run)
+    host.register(Counter())
+    cool_offs = []
+    for _ in range(5):
+        cool_offs.append(await _quarantine(host, "poison"))
+        await trio.sleep(cool_offs[-1])
+    assert cool_offs == [2, 4, 8, 8, 8]  # doubling, capped
+    await trio.sleep(100)  # a quiet spell: its record is forgotten
+    assert await _quarantine(host, "poison") == 2
+
+
+async def test_a_kind_within_its_budget_restarts_and_one_beyond_escalates(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
+    supervisor = host.supervisor
+    for n in range(3):  # restart_limit=3 crashes within 10 s: each restarted
+        with pytest.raises(errors.Unavailable):
+            await host.ask("counter", f"id{n}", Boom())
+        assert await host.ask("counter", f"id{n}", Add(1)) == 1
+    assert supervisor.escalated() == []
+    with pytest.raises(errors.Unavailable):
+        await host.ask("counter", "id3", Boom())
+    assert supervisor.escalated() == ["actor kind counter"]
+    # Escalated, the kind still serves on demand (see the module docstring).
+    assert await host.ask("counter", "other", Add(2)) == 2
+
+
+async def test_crashes_spread_wider_than_the_period_never_escalate(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
+    for n in range(20):
+        with pytest.raises(errors.Unavailable):
+            await host.ask("counter", f"id{n}", Boom())
+        await trio.sleep(10.0 / 3 + 0.01)  # 3 crashes in any 10 s at most
+    assert host.supervisor.escalated() == []
+
+
+async def test_an_ask_past_its_deadline_cancels_its_handler_and_the_actor_reloads(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
+    counter.saved["a"] = 5
+    assert await host.ask("counter", "a", Add(0)) == 5
+    with pytest.raises(errors.Unavailable) as refused:
+        await host.ask("counter", "a", Held())  # its gate is never opened
+    assert refused.value.retry_after_seconds is not None
+    await trio.testing.wait_all_tasks_blocked()
+    assert counter.in_receive == 0  # cancelled, not left running
+    assert await host.ask("counter", "a", Add(1)) == 6
+    assert counter.activations == 2  # its state reloaded after the cancelled handler
+    assert host.supervisor.escalated() == []  # a deadline is not a crash
+
+
+async def test_a_message_whose_asker_gave_up_before_it_began_is_skipped(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
+    await host.tell("counter", "a", Held())  # a tell has no deadline: it holds the actor
+    with pytest.raises(errors.Unavailable):
+        await host.ask("counter", "a", Add(7))  # waits behind it past its deadline
+    counter.gate.set()
+    await trio.testing.wait_all_tasks_blocked()
+    assert await host.ask("counter", "a", Add(1)) == 1  # the abandoned Add(7) never ran
 
 
 async def test_ask_times_out_with_503(
@@ -382,7 +473,7 @@ async def test_a_failing_activation_backs_off_and_answers_503_with_retry_after(
             await host.ask("broken", "a", Add(1))
         retry_afters.append(refused.value.retry_after_seconds)
         await trio.sleep(0.1)
-    # Without backoff every ask restarted it max_restarts + 1 times: some 1800 activations.
+    # Without quarantine every ask restarted it (twice a crash): some 1200 activations.
     assert 3 <= broken.activations <= 10
     assert all(seconds is not None and 1 <= seconds <= 60 for seconds in retry_afters)
     # The database is back: within the longest backoff the actor serves again.

@@ -306,11 +306,13 @@ async def test_a_confirm_that_outlives_its_ask_shows_the_true_outcome(
 
     async def slow_write(fn: Any, *args: Any, **kwargs: Any) -> Any:
         if fn is checkout_sessions.settle_and_pay:
-            # A slow payment (mock time): past the ask's timeout, then it commits.
             if commits:
-                await trio.sleep(ask_timeout * 1.5)
-            else:
-                await release.wait()
+                # Handed to the writer, a slow commit (mock time) past the ask's deadline:
+                # awaited whole (shielded, as storage awaits a write handed over).
+                with trio.CancelScope(shield=True):
+                    await trio.sleep(ask_timeout * 1.5)
+                    return await real_write(fn, *args, **kwargs)
+            await release.wait()  # never handed over before the deadline: cancelled
         return await real_write(fn, *args, **kwargs)
 
     monkeypatch.setattr(server.db, "write", slow_write)
@@ -326,9 +328,13 @@ async def test_a_confirm_that_outlives_its_ask_shows_the_true_outcome(
         assert int(answer.headers["retry-after"]) >= 1
         assert "try again" in (message(answer) or "")
         release.set()
-        # The payment that was still under way goes through, and the page says so.
-        with trio.fail_after(60):  # the session's actor has finished that confirm
+        # The confirm past its deadline was cancelled before it wrote (issue 28): nothing
+        # was paid, and the customer's retry pays once.
+        with trio.fail_after(60):
             await server.running.service.checkout.settled(session_id)
+        assert await _status(merchant, session_id) == "created"
+        assert await server.db.read(transactions.for_checkout_session, session_id) == []
+        assert (await _pay(server, session_id, "TEST-0001", "1234")).status_code == 303
         customer = Customer(server)
         assert page_status(await customer.open(session_id)) == "paid"
         await customer.close()

@@ -374,11 +374,13 @@ async def test_an_approval_that_outlives_its_ask_shows_the_true_outcome(
 
     async def slow_write(fn: Any, *args: Any, **kwargs: Any) -> Any:
         if fn is subscription_rows.settle_and_approve:
-            # A slow approval (mock time): past the ask's timeout, then it commits.
             if commits:
-                await trio.sleep(ask_timeout * 1.5)
-            else:
-                await release.wait()
+                # Handed to the writer, a slow commit (mock time) past the ask's deadline:
+                # awaited whole (shielded, as storage awaits a write handed over).
+                with trio.CancelScope(shield=True):
+                    await trio.sleep(ask_timeout * 1.5)
+                    return await real_write(fn, *args, **kwargs)
+            await release.wait()  # never handed over before the deadline: cancelled
         return await real_write(fn, *args, **kwargs)
 
     monkeypatch.setattr(server.db, "write", slow_write)
@@ -393,6 +395,11 @@ async def test_an_approval_that_outlives_its_ask_shows_the_true_outcome(
         assert int(answer.headers["retry-after"]) >= 1
         assert "try again" in (message(answer) or "")
         release.set()
+        # The approval past its deadline was cancelled before it wrote (issue 28): nothing
+        # was charged, and the customer's retry approves once.
+        await trio.testing.wait_all_tasks_blocked()
+        assert await server.db.read(transactions.for_subscription, sub.id) == []
+        assert (await customer.pay(sub.id)).status_code == 303
         with trio.fail_after(60):
             await wait_for_subscription_status(server.running.service, sub.id, subs.ACTIVE)
         assert page_status(await customer.open(sub.id)) == "active"

@@ -7,11 +7,15 @@ happen once. So that processes sweeping a large backlog at once (after downtime,
 renewals falling due together) mostly take different rows rather than racing for the same
 ones, once a batch comes back full each next one is read from a random offset into the
 first `SPREAD` batches due.
+
+A sweep that fails (the database is down, a bug) is retried after a backoff that grows to
+half a minute, and past its budget escalates to the service's supervisor
+(`fgcpay.supervision`): one ERROR line, `/readyz` 503 naming it, a metric. It keeps
+retrying quietly and recovers at its first round that goes through.
 """
 
 from __future__ import annotations
 
-import logging
 import random
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
@@ -19,7 +23,6 @@ from typing import Any
 import trio
 from fgcpay.actors import ActorHost
 from fgcpay.clock import Clock
-from fgcpay.logs import log_event
 from fgcpay.storage import Database
 
 # Asks in flight per process: their writes share the writer's group commits, so many at
@@ -39,7 +42,7 @@ class Sweeper:
     """One durable timer: `due` and `next_due` read the database, and each due id's actor of
     `kind` is asked `message`. Subclasses name the three."""
 
-    name = "sweep"  # in the log line of a failed sweep
+    name = "sweep"  # supervised as the loop `<name>` (its lines, /readyz, the metric)
     kind = ""
     message: Hashable = None
 
@@ -52,6 +55,7 @@ class Sweeper:
         self.max_sleep = max_sleep
         self._wake_at_us: int | None = None
         self._doorbell = trio.Event()
+        self.retries = host.supervisor.loop(self.name)
 
     async def due(self, now_us: int, limit: int, offset: int) -> Sequence[str] | Mapping[str, Any]:
         """Up to `limit` ids due at `now_us`, the earliest first after skipping `offset`;
@@ -73,9 +77,11 @@ class Sweeper:
         while True:
             try:
                 sleep_for = await self.sweep_once()
-            except Exception as error:
-                log_event(f"{self.name} failed", logging.ERROR, error_type=type(error).__name__)
-                sleep_for = RETRY_SECONDS
+            except Exception as error:  # trio.Cancelled is no Exception: it passes
+                # Not cut short by the doorbell: the next round sweeps whatever rang.
+                await trio.sleep(self.retries.failed(error))
+                continue
+            self.retries.succeeded()
             self._doorbell = trio.Event()
             self._wake_at_us = self.clock.now_us() + int(sleep_for * 1_000_000)
             with trio.move_on_after(sleep_for):

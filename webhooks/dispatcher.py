@@ -20,6 +20,10 @@ each with a fresh signature, records the attempts in batches, and schedules retr
   outcome is known.
 - Woken at once by a commit (`ring`), with polling as the authority (other processes'
   commits, retries coming due, lapsed leases of crashed processes).
+- Supervised (`fgcpay.supervision`): a claim or a record that fails is retried after a
+  backoff growing to half a minute; past their budget the loops `webhook claims` and
+  `webhook records` escalate (one ERROR line, `/readyz` 503, a metric), retry quietly,
+  and recover at their first write that goes through.
 - Claims are leases: on shutdown, attempts in flight are cancelled, the finished ones
   recorded and the other leases released in a shielded cleanup, so the next start
   resumes them; an attempt that crashed or went unrecorded gives its lease back at once
@@ -45,9 +49,10 @@ from fgcpay.domain import errors, webhooks
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.times import iso_ms
 from fgcpay.logs import log_event
-from fgcpay.storage import Database, DatabaseUnavailable
+from fgcpay.storage import Database
 from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.storage.webhooks import AttemptRecord, DeliveryJob
+from fgcpay.supervision import Supervisor
 
 from . import destinations
 from ._slots import AHEAD, Slots
@@ -55,7 +60,6 @@ from .client import SendFailed, WebhookClient
 
 LEASE_SECONDS = 60.0  # far beyond one attempt's 10 s deadline
 POLL_SECONDS = 2.0
-ERROR_BACKOFF_SECONDS = 1.0
 LOOK_PAST_SECONDS = 0.1
 """While claims pass rows over for a limit (an endpoint with a backlog at its limit), how
 often a claim also looks past those rows for other endpoints' (which costs a scan of the
@@ -87,6 +91,7 @@ class WebhookDispatcher:
         per_merchant: int | None = None,
         per_destination: int | None = None,
         tls: ssl.SSLContext | None = None,
+        supervisor: Supervisor | None = None,
     ) -> None:
         if lease_seconds < webhooks.MIN_LEASE_SECONDS:
             raise ValueError(
@@ -125,6 +130,9 @@ class WebhookDispatcher:
         self._attempted = trio.Event()
         # The running client, for `send_once` (None while the dispatcher is not running).
         self.client: WebhookClient | None = None
+        supervisor = supervisor or Supervisor()
+        self._claims = supervisor.loop("webhook claims")
+        self._records = supervisor.loop("webhook records")
 
     async def wait_for_attempts(self, count: int) -> None:
         """Return once this process has recorded `count` attempts (tests, benchmarks)."""
@@ -159,7 +167,9 @@ class WebhookDispatcher:
             with trio.CancelScope(shield=True):
                 with trio.move_on_after(5):
                     # Answered but not yet recorded: recorded now, not sent again later.
-                    await self._record_finished()
+                    failure = await self._record_finished()
+                    if failure is not None:
+                        self._records.failed(failure)
                     try:
                         await self.db.write(webhook_rows.release_leases, self.owner)
                     except Exception as error:
@@ -195,13 +205,11 @@ class WebhookDispatcher:
                     self._look_at = now + await self._idle_seconds(claimed)
                 elif passed_over:
                     self._look_at = min(self._look_at, now + LOOK_PAST_SECONDS)
-            except Exception as error:
-                # An outage is expected and passes by itself (a warning); anything else is a bug.
-                level = logging.WARNING if isinstance(error, DatabaseUnavailable) else logging.ERROR
-                log_event("delivery claim failed", level, error_type=type(error).__name__)
-                await trio.sleep(ERROR_BACKOFF_SECONDS)
+            except Exception as error:  # trio.Cancelled is no Exception: it passes
+                await trio.sleep(self._claims.failed(error))
                 self._rung = True  # look again in full
                 continue
+            self._claims.succeeded()
             if self.client is not None:
                 self.client.sweep()  # at least every poll: idle connections close in seconds
             with trio.move_on_at(min(self._look_at, self._retry_at)) as self._sleep:
@@ -385,13 +393,17 @@ class WebhookDispatcher:
         while True:
             await self._finished_ready.wait()
             self._finished_ready = trio.Event()
-            await self._record_finished()
+            failure = await self._record_finished()
+            if failure is not None:
+                # The write failed: wait before the next, whatever finishes meanwhile.
+                await trio.sleep(self._records.failed(failure))
 
-    async def _record_finished(self) -> None:
-        """Record every attempt finished so far, in one write."""
+    async def _record_finished(self) -> Exception | None:
+        """Record every attempt finished so far, in one write; why it failed, if it did."""
         batch, self._finished = self._finished, []
         if not batch:
-            return
+            return None
+        failure: Exception | None = None
         kept: list[bool | None]
         try:
             kept = list(
@@ -400,18 +412,15 @@ class WebhookDispatcher:
                 )
             )
         except Exception as error:
-            # Their leases lapse and the deliveries are sent again (at least once).
-            level = logging.WARNING if isinstance(error, DatabaseUnavailable) else logging.ERROR
-            log_event(
-                "delivery attempts not recorded",
-                level,
-                error_type=type(error).__name__,
-                attempts=len(batch),
-            )
+            # Their leases are given back and the deliveries sent again (at least once).
+            failure = error
             kept = [None] * len(batch)
             await self._release([finished.job for finished in batch])
+        else:
+            self._records.succeeded()
         for finished, recorded in zip(batch, kept, strict=True):
             self._recorded(finished.job, finished.record, recorded)
+        return failure
 
     async def _release(self, jobs: list[DeliveryJob]) -> None:
         """Give back the leases of deliveries whose attempt crashed or went unrecorded, so
