@@ -16,9 +16,8 @@ import attrs
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, with_config
 from typing_extensions import TypedDict
 
-from . import ids
-from .fields import Custom, Rule, Url, fail, once, one_of, ref, validate
-from .lists import DEFAULT_LIMIT, Cursor, Limit, ListQuery, OneOf, parse_query
+from .fields import Custom, Url, fail, one_of, ref, validate
+from .lists import DEFAULT_LIMIT, Cursor, IdFilter, Limit, ListQuery, OneOf, parse_query
 from .times import iso_ms
 from .transactions import TransactionWire
 
@@ -518,29 +517,6 @@ class DeliveryQuery:
     page: ListQuery
     endpoint_id: str | None
     event_id: str | None
-
-
-@attrs.frozen
-class IdFilter(Rule):
-    """`endpoint_id` / `event_id`: an id of the given kind."""
-
-    prefix: str
-    what: str
-    description: str
-    required: bool = False
-
-    def check(self, values: Any) -> str:
-        raw = once(values)
-        if not ids.looks_like_id(raw, self.prefix, 24):
-            raise fail(f"Must be {self.what}.")
-        return raw
-
-    def schema(self) -> dict[str, Any]:
-        return {
-            "type": "string",
-            "pattern": f"^{self.prefix}[0-9A-Za-z]{{24}}$",
-            "description": self.description,
-        }
 
 
 class WebhookDeliveryQuery(BaseModel):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import attrs
 from fgcpay.domain import balances as totals
 from fgcpay.domain.balances import Totals
 from fgcpay.domain.periods import DAY_US
@@ -131,18 +132,70 @@ def of_merchant(tx: Tx, merchant_id: str, transaction_id: str) -> Transaction | 
     return None if row is None else from_row(row)
 
 
+# The ledger rows of one session or subscription: its payment or charges (through the
+# unique indexes on checkout_session_id and (subscription_id, period)), and the entries of
+# their approved refunds (through refunds_of_transaction and the refund_id index).
+_OF_SESSION = (
+    "(checkout_session_id = ? OR refund_id IN (SELECT r.id FROM refunds r"
+    " JOIN transactions p ON p.id = r.transaction_id WHERE p.checkout_session_id = ?))"
+)
+_OF_SUBSCRIPTION = (
+    "(subscription_id = ? OR refund_id IN (SELECT r.id FROM refunds r"
+    " JOIN transactions c ON c.id = r.transaction_id WHERE c.subscription_id = ?))"
+)
+
+
 def page(
     tx: Tx,
     merchant_id: str,
     kind: str | None,
     after: tuple[int, str] | None,
     limit: int,
+    checkout_session_id: str | None = None,
+    subscription_id: str | None = None,
 ) -> list[Transaction]:
-    """Up to `limit` ledger rows, newest first, after the cursor position `after`."""
+    """Up to `limit` ledger rows, newest first, after the cursor position `after`: of one
+    `kind`, and of one checkout session or subscription (its payments or charges and
+    their refunds' entries), where given. Refund entries name what they refund."""
+    conditions = {
+        "kind = ?": kind,
+        _OF_SESSION: checkout_session_id,
+        _OF_SUBSCRIPTION: subscription_id,
+    }
     rows = newest_first(
-        tx, f"SELECT {COLUMNS} FROM transactions", merchant_id, {"kind = ?": kind}, after, limit
+        tx, f"SELECT {COLUMNS} FROM transactions", merchant_id, conditions, after, limit
     )
-    return [from_row(row) for row in rows]
+    return _shown(tx, [from_row(row) for row in rows])
+
+
+def shown_of_merchant(tx: Tx, merchant_id: str, transaction_id: str) -> Transaction | None:
+    """The merchant's transaction as the API shows it (see `_shown`)."""
+    found = of_merchant(tx, merchant_id, transaction_id)
+    return None if found is None else _shown(tx, [found])[0]
+
+
+def _shown(tx: Tx, rows: list[Transaction]) -> list[Transaction]:
+    """`rows` with each refund entry naming the checkout session or subscription of what
+    it refunds, read from its refund: the row itself holds neither (the ledger's keys are
+    one payment per session and one charge per period)."""
+    refund_ids = [t.refund_id for t in rows if t.refund_id is not None]
+    if not refund_ids:
+        return rows
+    marks = ", ".join("?" * len(refund_ids))
+    refunded = {
+        row["id"]: (row["checkout_session_id"], row["subscription_id"])
+        for row in tx.fetch(
+            f"SELECT id, checkout_session_id, subscription_id FROM refunds WHERE id IN ({marks})",
+            *refund_ids,
+        )
+    }
+    shown = []
+    for t in rows:
+        if t.refund_id in refunded:
+            session_id, subscription_id = refunded[t.refund_id]
+            t = attrs.evolve(t, checkout_session_id=session_id, subscription_id=subscription_id)
+        shown.append(t)
+    return shown
 
 
 def for_checkout_session(tx: Tx, session_id: str) -> list[Transaction]:
