@@ -303,6 +303,47 @@ def parse_endpoint(body: dict[str, Any]) -> EndpointRequest:
     return EndpointRequest(url=parsed.url, enabled_events=parsed.enabled_events or (ALL_EVENTS,))
 
 
+class WebhookEndpointUpdate(BaseModel):
+    """The `PATCH /webhook_endpoints/{id}` body: only the fields given change, each
+    checked as the create checks it (an absent or null field is left as it is)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: Annotated[
+        str | None,
+        Url(
+            "The new absolute http(s) URL, under the create's rules (private targets included).",
+            required=False,
+        ),
+    ] = None
+    enabled_events: Annotated[
+        tuple[str, ...] | None,
+        Custom(
+            _event_types,
+            {
+                "type": "array",
+                "minItems": 1,
+                "items": {"oneOf": [ref("EventType"), {"const": ALL_EVENTS}]},
+                "description": 'The event types to receive from now on; ["*"] for all.',
+            },
+            required=False,
+        ),
+    ] = None
+
+
+@attrs.frozen
+class EndpointChange:
+    """What a PATCH changes: None for a field left as it is."""
+
+    url: str | None = None
+    enabled_events: tuple[str, ...] | None = None
+
+
+def parse_endpoint_update(body: dict[str, Any]) -> EndpointChange:
+    parsed = validate(WebhookEndpointUpdate, body)
+    return EndpointChange(url=parsed.url, enabled_events=parsed.enabled_events)
+
+
 class EventQuery(BaseModel):
     """`GET /events`: the page and the type filter."""
 

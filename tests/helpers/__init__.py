@@ -22,8 +22,8 @@ from ._browser import (
 from ._dashboard import (
     PASSWORD,
     Dashboard,
-    new_email,
     form_fields,
+    new_email,
     open_dashboard,
     raw_key,
     sign_in,
