@@ -221,7 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     listen.add_argument(
         "--api-url",
-        help="the API's base URL, e.g. https://pay.example/api/v1 (default: $FGCPAY_API_URL)",
+        help=(
+            "the API's base URL, e.g. https://pay.example/api/v1; a bare origin"
+            " (https://pay.example) means its /api/v1 (default: $FGCPAY_API_URL)"
+        ),
     )
     listen.add_argument(
         "--api-key",
