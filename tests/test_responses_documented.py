@@ -250,11 +250,12 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
         "patch", f"/webhook_endpoints/{spare_id}", json={"enabled_events": ["refund.created"]}
     )
     assert moved.json()["enabled_events"] == ["refund.created"]
-    for body in ({"url": "ftp://x.example/"}, {"x": 1}):
-        answer = await call("patch", f"/webhook_endpoints/{spare_id}", json=body)
-        assert answer.status_code == 400
-    answer = await call("patch", f"/webhook_endpoints/we_{FAKE}", json={"url": receiver.url})
-    assert answer.status_code == 404
+    bad_patches: list[dict[str, Any]] = [{"url": "ftp://x.example/"}, {"x": 1}]
+    for bad_patch in bad_patches:
+        patched = await call("patch", f"/webhook_endpoints/{spare_id}", json=bad_patch)
+        assert patched.status_code == 400
+    unknown_endpoint = f"/webhook_endpoints/we_{FAKE}"
+    assert (await call("patch", unknown_endpoint, json={"url": receiver.url})).status_code == 404
     deleted = await call("delete", f"/webhook_endpoints/{spare_id}")
     assert deleted.json()["deleted"] is True and deleted.json()["status"] == "deleted"
     assert (await call("delete", f"/webhook_endpoints/we_{FAKE}")).status_code == 404
