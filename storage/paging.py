@@ -49,7 +49,7 @@ def newest_first(
     limit: int,
 ) -> Sequence[Row]:
     """`select` rows of the merchant, each condition of `conditions` (`"status = ?"`: the
-    value, given at each of its placeholders) holding, except those whose value is None (a filter not asked for), ordered
+    value) holding, except those whose value is None (a filter not asked for), ordered
     `created_at` desc then `id` desc, strictly after the cursor position `after` =
     (created_at, id) of the previous page's last row.
 
@@ -61,7 +61,7 @@ def newest_first(
     for condition, value in conditions.items():
         if value is not None:
             where.append(condition)
-            args += [value] * condition.count("?")  # the same value at each placeholder
+            args.append(value)
     if after is not None:
         where.append("(created_at, id) < (?, ?)")
         args += [after[0], after[1]]

@@ -132,17 +132,21 @@ def of_merchant(tx: Tx, merchant_id: str, transaction_id: str) -> Transaction | 
     return None if row is None else from_row(row)
 
 
-# The ledger rows of one session or subscription: its payment or charges (through the
-# unique indexes on checkout_session_id and (subscription_id, period)), and the entries of
-# their approved refunds (through refunds_of_transaction and the refund_id index).
-_OF_SESSION = (
-    "(checkout_session_id = ? OR refund_id IN (SELECT r.id FROM refunds r"
-    " JOIN transactions p ON p.id = r.transaction_id WHERE p.checkout_session_id = ?))"
-)
-_OF_SUBSCRIPTION = (
-    "(subscription_id = ? OR refund_id IN (SELECT r.id FROM refunds r"
-    " JOIN transactions c ON c.id = r.transaction_id WHERE c.subscription_id = ?))"
-)
+def _of(column: str) -> str:
+    """The condition "of the checkout session or subscription `column` names": its payment
+    or charges, and the entries of their approved refunds. Arguments: the id and the
+    merchant, twice. The rows are found through the unique indexes on
+    `checkout_session_id` and `(subscription_id, period)`, `refunds_of_transaction` and
+    `transactions_one_per_refund` only, so a page costs what that session or subscription
+    holds, never a walk of the merchant's whole ledger (which the planners chose when this
+    was a filter beside `merchant_id = ?`)."""
+    return (
+        f"id IN (SELECT id FROM transactions WHERE {column} = ? AND merchant_id = ?"
+        " UNION ALL SELECT e.id FROM transactions p"
+        " JOIN refunds r ON r.transaction_id = p.id"
+        " JOIN transactions e ON e.refund_id = r.id"
+        f" WHERE p.{column} = ? AND p.merchant_id = ?)"
+    )
 
 
 def page(
@@ -157,15 +161,34 @@ def page(
     """Up to `limit` ledger rows, newest first, after the cursor position `after`: of one
     `kind`, and of one checkout session or subscription (its payments or charges and
     their refunds' entries), where given. Refund entries name what they refund."""
-    conditions = {
-        "kind = ?": kind,
-        _OF_SESSION: checkout_session_id,
-        _OF_SUBSCRIPTION: subscription_id,
-    }
-    rows = newest_first(
-        tx, f"SELECT {COLUMNS} FROM transactions", merchant_id, conditions, after, limit
+    if checkout_session_id is None and subscription_id is None:
+        rows = newest_first(
+            tx, f"SELECT {COLUMNS} FROM transactions", merchant_id, {"kind = ?": kind}, after, limit
+        )
+        return _shown(tx, [from_row(row) for row in rows])
+    # The same order and keyset as `newest_first`, over the rows the id filters name.
+    where: list[str] = []
+    args: list[object] = []
+    for column, value in (
+        ("checkout_session_id", checkout_session_id),
+        ("subscription_id", subscription_id),
+    ):
+        if value is not None:
+            where.append(_of(column))
+            args += [value, merchant_id, value, merchant_id]
+    if kind is not None:
+        where.append("kind = ?")
+        args.append(kind)
+    if after is not None:
+        where.append("(created_at, id) < (?, ?)")
+        args += [after[0], after[1]]
+    found = tx.fetch(
+        f"SELECT {COLUMNS} FROM transactions WHERE {' AND '.join(where)}"
+        " ORDER BY created_at DESC, id DESC LIMIT ?",
+        *args,
+        limit,
     )
-    return _shown(tx, [from_row(row) for row in rows])
+    return _shown(tx, [from_row(row) for row in found])
 
 
 def shown_of_merchant(tx: Tx, merchant_id: str, transaction_id: str) -> Transaction | None:
