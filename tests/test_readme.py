@@ -360,7 +360,7 @@ def test_the_quick_start_runs_verbatim(shell: Shell, walkthrough: bool) -> None:
     receiver: int | None = None
     created: dict[str, Any] = {}
     subscription: dict[str, Any] = {}
-    approved = paid = False
+    approved = paid = ledger_read = False
     for block in blocks:
         for command in block:
             text = substitute(command.text, issued)
@@ -387,6 +387,15 @@ def test_the_quick_start_runs_verbatim(shell: Shell, walkthrough: bool) -> None:
                 created = json.loads("\n".join(out.strip().splitlines()[:-1]))
             if first_line.endswith("/api/v1/subscriptions \\"):
                 subscription = json.loads("\n".join(out.strip().splitlines()[:-1]))
+            if "/api/v1/transactions?" in first_line:
+                # What the README's comment above it says the ledger holds, newest first.
+                rows = [(t["type"], t["amount_fgc"]) for t in json.loads(out)["data"]]
+                assert rows == [
+                    ("refund", "-4.00"),
+                    ("subscription_charge", "12.50"),
+                    ("payment", "12.50"),
+                ], rows
+                ledger_read = True
         if "we_" in issued and not paid:
             # The prose after the block that registered the receiver: "Then pay on the
             # session's checkout_url: the receiver prints checkout.session.paid".
@@ -417,6 +426,7 @@ def test_the_quick_start_runs_verbatim(shell: Shell, walkthrough: bool) -> None:
         line = receiver_line(shell, receiver, event_type, deadline)
         assert json.loads(line.split(" ", 1)[1])["data"]["object"]["id"] == subscription["id"]
     assert "re_test_" in issued, "the README refunds the session"
+    assert ledger_read, "the README lists the ledger"
     for event_type in ("refund.created", "refund.approved"):
         line = receiver_line(shell, receiver, event_type, deadline)
         refunded = json.loads(line.split(" ", 1)[1])["data"]["object"]
