@@ -13,7 +13,7 @@ from fgcpay.storage import balances as balance_rows
 from fgcpay.storage import transactions as transaction_rows
 from fgcpay.storage.owned import OwnedRows
 
-ROWS = OwnedRows(transactions.TRANSACTION_PREFIX, "transaction", transaction_rows.of_merchant)
+ROWS = OwnedRows(transactions.TRANSACTION_PREFIX, "transaction", transaction_rows.shown_of_merchant)
 
 
 @attrs.define
@@ -25,16 +25,24 @@ class Ledger:
         return await ROWS.get(self.db, merchant_id, transaction_id)
 
     async def page(
-        self, merchant_id: str, kind: str | None, starting_after: str | None, limit: int
+        self,
+        merchant_id: str,
+        kind: str | None,
+        starting_after: str | None,
+        limit: int,
+        checkout_session_id: str | None = None,
+        subscription_id: str | None = None,
     ) -> tuple[list[Transaction], bool]:
-        """One page of the merchant's ledger (of one `kind` when given), newest first, and
-        whether more follow."""
+        """One page of the merchant's ledger (of one `kind`, of one checkout session or
+        subscription, when given), newest first, and whether more follow."""
         return await ROWS.page(
             self.db,
             merchant_id,
             starting_after,
             limit,
-            lambda tx, after, n: transaction_rows.page(tx, merchant_id, kind, after, n),
+            lambda tx, after, n: transaction_rows.page(
+                tx, merchant_id, kind, after, n, checkout_session_id, subscription_id
+            ),
         )
 
     async def totals(self, merchant_id: str) -> Totals:

@@ -221,7 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     listen.add_argument(
         "--api-url",
-        help="the API's base URL, e.g. https://pay.example/api/v1 (default: $FGCPAY_API_URL)",
+        help=(
+            "the API's base URL, e.g. https://pay.example/api/v1; a bare origin"
+            " (https://pay.example) means its /api/v1 (default: $FGCPAY_API_URL)"
+        ),
     )
     listen.add_argument(
         "--api-key",
@@ -271,11 +274,34 @@ def _listen(args: argparse.Namespace) -> int:
     return 0
 
 
+# The commands that create what they need: a database (and the development secret).
+# Every other one only reads or changes what a database already holds, and refuses a
+# SQLite file that does not exist rather than leave a new empty one (and a secret) behind.
+_CREATING = {("serve", None), ("migrate", None), ("merchant", "create")}
+
+
+def _missing_sqlite_file(database_url: str) -> str | None:
+    """The absolute path of the SQLite database `database_url` names if there is no such
+    file; None when there is one (or the database is PostgreSQL, or in memory)."""
+    if not database_url.startswith("sqlite:///"):
+        return None
+    path = database_url[len("sqlite:///") :]
+    if path == ":memory:" or os.path.exists(path):
+        return None
+    return os.path.abspath(path)
+
+
 def _run(args: argparse.Namespace) -> int:
-    settings = load_settings()
+    creating = (args.command, getattr(args, "action", None)) in _CREATING
+    settings = load_settings(keep_secret=creating)
     # First, whatever follows: run from another directory, the relative default SQLite
-    # URL is another file (created silently), and this line shows which.
+    # URL is another file, and this line shows which.
     print(f"fgcpay: database {database_shown(settings.database_url)}", file=sys.stderr, flush=True)
+    if not creating:
+        if missing := _missing_sqlite_file(settings.database_url):
+            return _fail(f"no SQLite database at {missing} (fgcpay migrate creates one)")
+        if not settings.secret_key:
+            settings = load_settings()  # the database is there: its secret may be made now
     configure_logging(settings.log_level)
 
     if args.command == "merchant" and args.action == "list":

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import attrs
 import httpx
@@ -129,6 +130,26 @@ def _absolute(value: str, what: str) -> str:
     except UrlError as error:
         raise ListenError(f"{what} must be an absolute http(s) URL: {error}") from None
     return value
+
+
+API_PATH = "/api/v1"
+
+
+def api_base(api_url: str) -> str:
+    """The API's base URL from `--api-url`: as given when its path ends in /api/v1; the
+    origin's /api/v1 when it has no path (what a browser's address bar shows); else
+    `ListenError` saying what to pass (a wrong path is a 404 from every request)."""
+    parts = urlsplit(api_url)
+    path = parts.path.rstrip("/")
+    if path.endswith(API_PATH):
+        return api_url.rstrip("/")
+    if not path and not parts.query and not parts.fragment:
+        return f"{parts.scheme}://{parts.netloc}{API_PATH}"
+    example = f"{parts.scheme}://{parts.netloc}{API_PATH}"
+    raise ListenError(
+        f"--api-url must be the API's base URL, ending in {API_PATH}"
+        f" (such as {example}), not {api_url}"
+    )
 
 
 def stream_url(api_url: str, after: str | None, events: str | None) -> str:
@@ -338,7 +359,7 @@ def make_listener(
     api_key = api_key or os.environ.get(API_KEY_ENV)
     if not api_key:
         raise ListenError(f"no API key: pass --api-key or set {API_KEY_ENV}")
-    api_url = _absolute(api_url, "--api-url").rstrip("/")
+    api_url = api_base(_absolute(api_url, "--api-url"))
     forward_to = _absolute(forward_to, "--forward-to")
     if events is not None:  # "a, b" as a person types it; the service checks the names
         events = ",".join(part.strip() for part in events.split(",") if part.strip()) or None

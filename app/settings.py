@@ -180,12 +180,16 @@ def _log_level(env: Mapping[str, str]) -> str:
     return level
 
 
-def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+def load_settings(env: Mapping[str, str] | None = None, *, keep_secret: bool = True) -> Settings:
     """Read the settings from `env` (default: the process environment).
 
     With nothing set the service runs locally: SQLite under `var/`, PUBLIC_URL from the
     bind address and a secret key generated once and kept in `var/secret_key`. With
     `FGCPAY_ENV=production` an explicit `FGCPAY_SECRET_KEY` is required.
+
+    `keep_secret=False` creates no secret file: a command that must first find its
+    database reads the settings so, and without a secret yet its `secret_key` is "" until
+    it reads them again.
     """
     env = os.environ if env is None else env
     mode = env.get(PREFIX + "ENV", "development").strip() or "development"
@@ -215,7 +219,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         if mode == "production":
             raise ConfigError(f"{PREFIX}SECRET_KEY must be set when {PREFIX}ENV=production")
         try:
-            secret_key = local_secret_key()
+            secret_key = local_secret_key(create=keep_secret)
         except OSError as error:
             raise ConfigError(
                 f"cannot keep the development secret in {LOCAL_SECRET_FILE.absolute()}:"
@@ -259,19 +263,22 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     )
 
 
-def local_secret_key(path: Path = LOCAL_SECRET_FILE) -> str:
-    """The development secret: generated on first use and kept (mode 0600) under var/."""
+def local_secret_key(path: Path = LOCAL_SECRET_FILE, *, create: bool = True) -> str:
+    """The development secret: generated on first use and kept under var/, readable by
+    its owner only (the file 0600, a folder made for it 0700, whatever the umask); ""
+    when there is none yet and `create` is False."""
     try:
         existing = path.read_text().strip()
     except FileNotFoundError:
         existing = ""
-    if existing:
+    if existing or not create:
         return existing
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)
     # Written aside, then linked into place: processes that start together (hypercorn's
     # workers) all read the one key linked first, never a file still being written.
     draft = path.with_name(f".{path.name}.{os.getpid()}")
     fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # the umask may have taken the owner's bits too
     with os.fdopen(fd, "w") as handle:
         handle.write(secrets.token_urlsafe(48) + "\n")
     try:
@@ -284,3 +291,15 @@ def local_secret_key(path: Path = LOCAL_SECRET_FILE) -> str:
     if not key:
         raise OSError(errno.EINVAL, "the file is empty", str(path))
     return key
+
+
+def private_folder(folder: Path) -> None:
+    """Make `folder` (and its missing parents) if it is missing; one made here is its
+    owner's only (0700, whatever the umask). One that exists is left as the operator made
+    it."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        return
+    os.chmod(folder, 0o700)

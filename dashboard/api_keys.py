@@ -1,9 +1,17 @@
 """`/dashboard/api-keys` (Dashboard > Merchant API): the merchant's keys, creating a named
 key (the raw key shown once, on the page that answers the form), revoking one after a
 confirmation. A revoked key is refused at once by every process: API authentication
-reads the key from the database on every request, with no cache."""
+reads the key from the database on every request, with no cache.
+
+The create form carries a one-use token besides its CSRF token (which is the same for
+every form of the browser's session): the key it makes is stored with the token's hash,
+so sending that form again (a refresh of the "key created" page, a double click, on any
+process) makes no second key, and answers a page naming the key without its raw value."""
 
 from __future__ import annotations
+
+import hashlib
+import secrets
 
 from fgcpay.domain.fields import unreadable
 from fgcpay.domain.merchants import new_api_key
@@ -11,9 +19,12 @@ from fgcpay.http.plumbing import current_service
 from fgcpay.storage import merchants
 from quart import Response, request
 
-from ._pages import blueprint, current, not_found, render, see_other, signed_in
+from ._pages import blueprint, current, form_expired, not_found, render, see_other, signed_in
 
 MAX_NAME_LENGTH = 100
+# The one-use token of a create form: 32 characters of `secrets.token_urlsafe`; a longer
+# one is no token of ours.
+MAX_FORM_TOKEN_LENGTH = 64
 
 
 async def _list(status: int = 200, *, name: str = "", problem: str | None = None) -> Response:
@@ -23,7 +34,13 @@ async def _list(status: int = 200, *, name: str = "", problem: str | None = None
     asked = request.args.get("revoked")
     revoked = next((k for k in keys if k.id == asked and k.revoked_at is not None), None)
     return await render(
-        "api_keys.html", status, keys=keys, name=name, problem=problem, revoked=revoked
+        "api_keys.html",
+        status,
+        keys=keys,
+        name=name,
+        problem=problem,
+        revoked=revoked,
+        form_token=secrets.token_urlsafe(24),
     )
 
 
@@ -37,7 +54,11 @@ async def api_keys() -> Response:
 @signed_in
 async def create_api_key() -> Response:
     service = current_service()
-    name = (await request.form).get("name", "").strip()
+    form = await request.form
+    form_token = form.get("form_token", "")
+    if not 1 <= len(form_token) <= MAX_FORM_TOKEN_LENGTH:
+        return await form_expired()  # a page from before the token: reloaded, it has one
+    name = form.get("name", "").strip()
     if not 1 <= len(name) <= MAX_NAME_LENGTH:
         problem = f"Give the key a name of 1 to {MAX_NAME_LENGTH} characters."
         return await _list(400, name=name[:MAX_NAME_LENGTH], problem=problem)
@@ -46,7 +67,11 @@ async def create_api_key() -> Response:
             400, name=name, problem=f"The key name must not contain {unreadable_name}."
         )
     key = new_api_key(current().merchant.id, service.clock.now_us(), name)
-    await service.db.write(merchants.insert_api_key, key.record)
+    token_hash = hashlib.sha256(form_token.encode()).hexdigest()
+    stored = await service.db.write(merchants.insert_api_key_once, key.record, token_hash)
+    if stored.id != key.record.id:
+        # This form was sent before: its key was shown then, and only then.
+        return await render("api_key_already_created.html", key=stored)
     # Answered here, not after a redirect: the raw key is never stored anywhere to be
     # shown on a later page (and the answer is never cached: `Cache-Control: no-store`).
     return await render("api_key_created.html", 201, key=key.record, raw_key=key.raw)

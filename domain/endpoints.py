@@ -34,8 +34,9 @@ def decode_events(stored: str) -> tuple[str, ...]:
 
 
 class WebhookEndpointWire(TypedDict):
-    """An endpoint on the wire; `secret` only in the answers of create and rotate_secret,
-    `deleted` only in the answer of DELETE."""
+    """An endpoint on the wire; `secret` only in the answers of create and rotate_secret
+    (with `previous_secret_expires_at` in the latter), `deleted` only in the answer of
+    DELETE."""
 
     id: Annotated[str, Field(pattern="^we_[0-9A-Za-z]{24}$")]
     object: Literal["webhook_endpoint"]
@@ -55,7 +56,31 @@ class WebhookEndpointWire(TypedDict):
             ),
         ]
     ]
+    previous_secret_expires_at: NotRequired[
+        Annotated[
+            str,
+            WithJsonSchema(
+                {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": (
+                        "Only in the answer of rotate_secret: until then (24 hours) every "
+                        "delivery is signed with the previous secret too (a second `v1=`)."
+                    ),
+                }
+            ),
+        ]
+    ]
     deleted: NotRequired[Annotated[bool, Field(description="true in the answer of DELETE.")]]
+
+
+def rotated_to_json(endpoint: WebhookEndpoint, secret: str) -> WebhookEndpointWire:
+    """The answer of rotate_secret: the endpoint, its new secret, and when the previous
+    one stops signing."""
+    body = to_json(endpoint, secret)
+    if endpoint.previous_secret_expires_at is not None:
+        body["previous_secret_expires_at"] = iso_ms(endpoint.previous_secret_expires_at)
+    return body
 
 
 def to_json(endpoint: WebhookEndpoint, secret: str | None = None) -> WebhookEndpointWire:

@@ -13,6 +13,7 @@ import attrs
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
+from . import ids
 from .errors import FieldError, ValidationFailed
 from .fields import Rule, fail, once, validate
 
@@ -84,6 +85,31 @@ class Cursor(Rule):
                 f"The `next_cursor` of the previous page: the id of {self.kind} of yours "
                 "(any other value is 400)."
             ),
+        }
+
+
+@attrs.frozen
+class IdFilter(Rule):
+    """A filter by an id of the given kind (`endpoint_id`, `checkout_session_id`...): one
+    that is not shaped as such an id is 400; one of no item of the caller's, an empty
+    list (as Stripe's list filters answer)."""
+
+    prefix: str
+    what: str
+    description: str
+    required: bool = False
+
+    def check(self, values: Any) -> str:
+        raw = once(values)
+        if not ids.looks_like_id(raw, self.prefix, 24):
+            raise fail(f"Must be {self.what}.")
+        return raw
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "pattern": f"^{self.prefix}[0-9A-Za-z]{{24}}$",
+            "description": self.description,
         }
 
 

@@ -4,6 +4,7 @@ the list's query."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Literal
 
 import attrs
@@ -13,7 +14,7 @@ from typing_extensions import TypedDict
 from . import money
 from .checkout import Time
 from .fields import one_of
-from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
+from .lists import DEFAULT_LIMIT, Cursor, IdFilter, Limit, ListQuery, OneOf, parse_query
 from .times import iso_ms
 
 TRANSACTION_PREFIX = "txn_test_"
@@ -143,10 +144,43 @@ def to_json(txn: Transaction, *, declined: bool = False) -> TransactionWire:
 
 
 class TransactionQuery(BaseModel):
-    """`GET /transactions`: the page and the type filter."""
+    """`GET /transactions`: the page, the type filter and the two id filters."""
 
     model_config = ConfigDict(extra="forbid")
 
     limit: Annotated[int, Limit()] = DEFAULT_LIMIT
     type: Annotated[str | None, OneOf(TYPES)] = None
     starting_after: Annotated[str | None, Cursor(TRANSACTION_PREFIX, "a transaction")] = None
+    checkout_session_id: Annotated[
+        str | None,
+        IdFilter(
+            "cs_test_",
+            "a checkout session id (cs_test_...)",
+            "Only this checkout session's payment and the entries of its approved refunds.",
+        ),
+    ] = None
+    subscription_id: Annotated[
+        str | None,
+        IdFilter(
+            "sub_test_",
+            "a subscription id (sub_test_...)",
+            "Only this subscription's charges and the entries of their approved refunds.",
+        ),
+    ] = None
+
+
+@attrs.frozen
+class LedgerQuery:
+    """A page of the ledger: `page.status` is the `type` filter; the id filters combine
+    with it (an id of no item of the merchant's lists nothing)."""
+
+    page: ListQuery
+    checkout_session_id: str | None = None
+    subscription_id: str | None = None
+
+
+def parse_ledger_query(args: Mapping[str, Sequence[str]]) -> LedgerQuery:
+    """`GET /transactions`'s query; every bad parameter is named in one 400."""
+    query = parse_query(TransactionQuery, args)
+    page = ListQuery(limit=query.limit, status=query.type, starting_after=query.starting_after)
+    return LedgerQuery(page, query.checkout_session_id, query.subscription_id)

@@ -16,9 +16,8 @@ import attrs
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, with_config
 from typing_extensions import TypedDict
 
-from . import ids
-from .fields import Custom, Rule, Url, fail, once, one_of, ref, validate
-from .lists import DEFAULT_LIMIT, Cursor, Limit, ListQuery, OneOf, parse_query
+from .fields import Custom, Url, fail, one_of, ref, validate
+from .lists import DEFAULT_LIMIT, Cursor, IdFilter, Limit, ListQuery, OneOf, parse_query
 from .times import iso_ms
 from .transactions import TransactionWire
 
@@ -304,6 +303,47 @@ def parse_endpoint(body: dict[str, Any]) -> EndpointRequest:
     return EndpointRequest(url=parsed.url, enabled_events=parsed.enabled_events or (ALL_EVENTS,))
 
 
+class WebhookEndpointUpdate(BaseModel):
+    """The `PATCH /webhook_endpoints/{id}` body: only the fields given change, each
+    checked as the create checks it (an absent or null field is left as it is)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: Annotated[
+        str | None,
+        Url(
+            "The new absolute http(s) URL, under the create's rules (private targets included).",
+            required=False,
+        ),
+    ] = None
+    enabled_events: Annotated[
+        tuple[str, ...] | None,
+        Custom(
+            _event_types,
+            {
+                "type": "array",
+                "minItems": 1,
+                "items": {"oneOf": [ref("EventType"), {"const": ALL_EVENTS}]},
+                "description": 'The event types to receive from now on; ["*"] for all.',
+            },
+            required=False,
+        ),
+    ] = None
+
+
+@attrs.frozen
+class EndpointChange:
+    """What a PATCH changes: None for a field left as it is."""
+
+    url: str | None = None
+    enabled_events: tuple[str, ...] | None = None
+
+
+def parse_endpoint_update(body: dict[str, Any]) -> EndpointChange:
+    parsed = validate(WebhookEndpointUpdate, body)
+    return EndpointChange(url=parsed.url, enabled_events=parsed.enabled_events)
+
+
 class EventQuery(BaseModel):
     """`GET /events`: the page and the type filter."""
 
@@ -518,29 +558,6 @@ class DeliveryQuery:
     page: ListQuery
     endpoint_id: str | None
     event_id: str | None
-
-
-@attrs.frozen
-class IdFilter(Rule):
-    """`endpoint_id` / `event_id`: an id of the given kind."""
-
-    prefix: str
-    what: str
-    description: str
-    required: bool = False
-
-    def check(self, values: Any) -> str:
-        raw = once(values)
-        if not ids.looks_like_id(raw, self.prefix, 24):
-            raise fail(f"Must be {self.what}.")
-        return raw
-
-    def schema(self) -> dict[str, Any]:
-        return {
-            "type": "string",
-            "pattern": f"^{self.prefix}[0-9A-Za-z]{{24}}$",
-            "description": self.description,
-        }
 
 
 class WebhookDeliveryQuery(BaseModel):

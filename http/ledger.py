@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fgcpay.domain import balances, transactions
-from fgcpay.domain.lists import Page, envelope, parse_list_query, reject_query
+from fgcpay.domain.lists import Page, envelope, reject_query
 from quart import Blueprint, Response, request
 
 from .operations import operation
@@ -19,8 +19,11 @@ TAG = "Ledger"
     operation_id="listTransactions",
     summary="List the ledger's transactions, newest first",
     description=(
-        "Payments, subscription charges and approved refunds (negative entries); `type` "
-        "filters by one of them."
+        "Payments, subscription charges and approved refunds (negative entries, naming the "
+        "session or subscription they refund); `type` filters by one of them, "
+        "`checkout_session_id` and `subscription_id` by what they belong to (its payment or "
+        "charges and their refunds' entries). Filters combine; an id of nothing of yours "
+        "lists nothing."
     ),
     tag=TAG,
     query=transactions.TransactionQuery,
@@ -29,10 +32,14 @@ TAG = "Ledger"
     schema=Page[transactions.TransactionWire],
 )
 async def list_transactions() -> Response:
-    args = request.args.to_dict(flat=False)
-    query = parse_list_query(transactions.TransactionQuery, args, "type")
+    query = transactions.parse_ledger_query(request.args.to_dict(flat=False))
     rows, has_more = await current_service().ledger.page(
-        principal().merchant.id, query.status, query.starting_after, query.limit
+        principal().merchant.id,
+        query.page.status,
+        query.page.starting_after,
+        query.page.limit,
+        query.checkout_session_id,
+        query.subscription_id,
     )
     data = [transactions.to_json(row) for row in rows]
     return json_response(envelope(data, has_more, rows[-1].id if rows else None))

@@ -56,6 +56,43 @@ async def list_webhook_endpoints() -> Response:
     return json_response(envelope([endpoints.to_json(row) for row in rows], False, None))
 
 
+@blueprint.get("/webhook_endpoints/<endpoint_id>")
+@operation(
+    operation_id="getWebhookEndpoint",
+    summary="Retrieve a webhook endpoint (never its secret)",
+    tag=WEBHOOKS,
+    status=200,
+    answer="The endpoint.",
+    schema=endpoints.WebhookEndpointWire,
+)
+async def get_webhook_endpoint(endpoint_id: str) -> Response:
+    found = await current_service().webhook_endpoints.get(principal().merchant.id, endpoint_id)
+    return json_response(endpoints.to_json(found))
+
+
+@blueprint.patch("/webhook_endpoints/<endpoint_id>")
+@operation(
+    operation_id="updateWebhookEndpoint",
+    summary="Change a webhook endpoint's URL or event types (only the fields given)",
+    description=(
+        "Each field given is checked as the create checks it; the others are left as they "
+        "are. Deliveries already queued keep their event types and go to the URL as it is "
+        "when they are attempted. The secret is not shown (rotate_secret replaces it)."
+    ),
+    tag=WEBHOOKS,
+    body=webhooks.WebhookEndpointUpdate,
+    status=200,
+    answer="The endpoint as changed.",
+    schema=endpoints.WebhookEndpointWire,
+)
+async def update_webhook_endpoint(endpoint_id: str) -> Response:
+    change = webhooks.parse_endpoint_update(await json_object())
+    changed = await current_service().webhook_endpoints.update(
+        principal().merchant.id, endpoint_id, change
+    )
+    return json_response(endpoints.to_json(changed))
+
+
 @blueprint.delete("/webhook_endpoints/<endpoint_id>")
 @operation(
     operation_id="deleteWebhookEndpoint",
@@ -81,7 +118,10 @@ async def delete_webhook_endpoint(endpoint_id: str) -> Response:
     tag=WEBHOOKS,
     no_body=True,
     status=200,
-    answer="The endpoint with its new secret.",
+    answer=(
+        "The endpoint with its new secret, and `previous_secret_expires_at`: until then the "
+        "old secret signs every delivery too."
+    ),
     schema=endpoints.WebhookEndpointWire,
     idempotent=True,
 )
@@ -91,7 +131,7 @@ async def rotate_webhook_secret(endpoint_id: str) -> Response:
     endpoint, secret = await current_service().webhook_endpoints.rotate_secret(
         principal().merchant.id, endpoint_id
     )
-    return json_response(endpoints.to_json(endpoint, secret))
+    return json_response(endpoints.rotated_to_json(endpoint, secret))
 
 
 @blueprint.get("/events")

@@ -16,6 +16,7 @@ the trio thread never waits for the file.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -103,6 +104,30 @@ def _connect(path: str, timeout_seconds: float) -> sqlite3.Connection:
     return conn
 
 
+def _create_private(path: Path) -> None:
+    """Create the database file, if missing, readable by its owner only (0600, and a
+    folder made for it 0700, whatever the umask: fgcpay.settings.private_folder does the
+    same for the secret's). Made here, empty (SQLite reads an empty file as an empty
+    database), because SQLite would make it 0644; its -wal and -shm files then take the
+    database file's mode."""
+    folder = path.parent
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass  # the operator's folder, as it is
+    else:
+        os.chmod(folder, 0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, 0o600)  # the umask may have taken the owner's bits too
+    finally:
+        os.close(fd)
+
+
 class SqliteDatabase:
     """The embedded default backend. Open it with `open_sqlite` inside a nursery."""
 
@@ -128,7 +153,7 @@ class SqliteDatabase:
 
     def start(self, migrations: list[Migration]) -> None:
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            _create_private(Path(self.path))
         self._writer_conn = self._connect()
         sqlite_apply_migrations(self._writer_conn, migrations)
         self._writer.start()

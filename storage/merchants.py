@@ -69,6 +69,38 @@ def insert_api_key(tx: Tx, key: ApiKey) -> None:
     )
 
 
+def insert_api_key_once(tx: Tx, key: ApiKey, form_token_hash: str) -> ApiKey:
+    """Insert `key`, made by the dashboard form whose one-use token hashes to
+    `form_token_hash`, unless that form already made one: then nothing is inserted and
+    the key it made is returned (`key` itself when inserted). The unique index decides in
+    the insert itself, so two sends racing on any processes make one key: on PostgreSQL
+    the second insert waits for the first's commit, then reads its row."""
+    inserted = tx.execute(
+        f"INSERT INTO api_keys ({_KEY_COLUMNS}, form_token_hash)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (merchant_id, form_token_hash) DO NOTHING",
+        key.id,
+        key.merchant_id,
+        key.key_hash,
+        key.prefix,
+        key.last4,
+        key.created_at,
+        key.last_used_at,
+        key.revoked_at,
+        key.name,
+        form_token_hash,
+    )
+    if inserted:
+        return key
+    row = tx.fetchrow(
+        f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE merchant_id = ? AND form_token_hash = ?",
+        key.merchant_id,
+        form_token_hash,
+    )
+    assert row is not None, "the conflicting row is committed and never deleted"
+    return _api_key(row)
+
+
 def merchant_by_id(tx: Tx, merchant_id: str) -> Merchant | None:
     row = tx.fetchrow("SELECT * FROM merchants WHERE id = ?", merchant_id)
     return None if row is None else _merchant(row)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import attrs
 from fgcpay.domain import balances as totals
 from fgcpay.domain.balances import Totals
 from fgcpay.domain.periods import DAY_US
@@ -131,18 +132,93 @@ def of_merchant(tx: Tx, merchant_id: str, transaction_id: str) -> Transaction | 
     return None if row is None else from_row(row)
 
 
+def _of(column: str) -> str:
+    """The condition "of the checkout session or subscription `column` names": its payment
+    or charges, and the entries of their approved refunds. Arguments: the id and the
+    merchant, twice. The rows are found through the unique indexes on
+    `checkout_session_id` and `(subscription_id, period)`, `refunds_of_transaction` and
+    `transactions_one_per_refund` only, so a page costs what that session or subscription
+    holds, never a walk of the merchant's whole ledger (which the planners chose when this
+    was a filter beside `merchant_id = ?`)."""
+    return (
+        f"id IN (SELECT id FROM transactions WHERE {column} = ? AND merchant_id = ?"
+        " UNION ALL SELECT e.id FROM transactions p"
+        " JOIN refunds r ON r.transaction_id = p.id"
+        " JOIN transactions e ON e.refund_id = r.id"
+        f" WHERE p.{column} = ? AND p.merchant_id = ?)"
+    )
+
+
 def page(
     tx: Tx,
     merchant_id: str,
     kind: str | None,
     after: tuple[int, str] | None,
     limit: int,
+    checkout_session_id: str | None = None,
+    subscription_id: str | None = None,
 ) -> list[Transaction]:
-    """Up to `limit` ledger rows, newest first, after the cursor position `after`."""
-    rows = newest_first(
-        tx, f"SELECT {COLUMNS} FROM transactions", merchant_id, {"kind = ?": kind}, after, limit
+    """Up to `limit` ledger rows, newest first, after the cursor position `after`: of one
+    `kind`, and of one checkout session or subscription (its payments or charges and
+    their refunds' entries), where given. Refund entries name what they refund."""
+    if checkout_session_id is None and subscription_id is None:
+        rows = newest_first(
+            tx, f"SELECT {COLUMNS} FROM transactions", merchant_id, {"kind = ?": kind}, after, limit
+        )
+        return _shown(tx, [from_row(row) for row in rows])
+    # The same order and keyset as `newest_first`, over the rows the id filters name.
+    where: list[str] = []
+    args: list[object] = []
+    for column, value in (
+        ("checkout_session_id", checkout_session_id),
+        ("subscription_id", subscription_id),
+    ):
+        if value is not None:
+            where.append(_of(column))
+            args += [value, merchant_id, value, merchant_id]
+    if kind is not None:
+        where.append("kind = ?")
+        args.append(kind)
+    if after is not None:
+        where.append("(created_at, id) < (?, ?)")
+        args += [after[0], after[1]]
+    found = tx.fetch(
+        f"SELECT {COLUMNS} FROM transactions WHERE {' AND '.join(where)}"
+        " ORDER BY created_at DESC, id DESC LIMIT ?",
+        *args,
+        limit,
     )
-    return [from_row(row) for row in rows]
+    return _shown(tx, [from_row(row) for row in found])
+
+
+def shown_of_merchant(tx: Tx, merchant_id: str, transaction_id: str) -> Transaction | None:
+    """The merchant's transaction as the API shows it (see `_shown`)."""
+    found = of_merchant(tx, merchant_id, transaction_id)
+    return None if found is None else _shown(tx, [found])[0]
+
+
+def _shown(tx: Tx, rows: list[Transaction]) -> list[Transaction]:
+    """`rows` with each refund entry naming the checkout session or subscription of what
+    it refunds, read from its refund: the row itself holds neither (the ledger's keys are
+    one payment per session and one charge per period)."""
+    refund_ids = [t.refund_id for t in rows if t.refund_id is not None]
+    if not refund_ids:
+        return rows
+    marks = ", ".join("?" * len(refund_ids))
+    refunded = {
+        row["id"]: (row["checkout_session_id"], row["subscription_id"])
+        for row in tx.fetch(
+            f"SELECT id, checkout_session_id, subscription_id FROM refunds WHERE id IN ({marks})",
+            *refund_ids,
+        )
+    }
+    shown = []
+    for t in rows:
+        if t.refund_id in refunded:
+            session_id, subscription_id = refunded[t.refund_id]
+            t = attrs.evolve(t, checkout_session_id=session_id, subscription_id=subscription_id)
+        shown.append(t)
+    return shown
 
 
 def for_checkout_session(tx: Tx, session_id: str) -> list[Transaction]:

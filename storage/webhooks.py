@@ -137,6 +137,30 @@ def set_enabled_events(
     return endpoint_of(tx, merchant_id, endpoint_id)
 
 
+def update_endpoint(
+    tx: Tx,
+    merchant_id: str,
+    endpoint_id: str,
+    url: str | None,
+    enabled_events: tuple[str, ...] | None,
+) -> WebhookEndpoint | None:
+    """Change the endpoint's URL and event types, each only when given (deliveries already
+    queued keep theirs, and are sent to the URL as it is when they are attempted); None
+    when the merchant has no such endpoint."""
+    changed = tx.execute(
+        "UPDATE webhook_endpoints SET url = COALESCE(?, url),"
+        " enabled_events = COALESCE(?, enabled_events)"
+        " WHERE id = ? AND merchant_id = ? AND deleted_at IS NULL",
+        url,
+        None if enabled_events is None else encode_events(enabled_events),
+        endpoint_id,
+        merchant_id,
+    )
+    if not changed:
+        return None
+    return endpoint_of(tx, merchant_id, endpoint_id)
+
+
 # -- events and the outbox ------------------------------------------------------------------
 
 

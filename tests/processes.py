@@ -259,6 +259,14 @@ class ListenProcess:
         with trio.fail_after(15):
             return await self.process.wait()
 
+    async def rest(self) -> bytes:
+        """What it wrote to standard output after the lines read so far, to its end."""
+        assert self.process is not None and self.process.stdout is not None
+        with trio.fail_after(15):
+            while chunk := await self.process.stdout.receive_some(4096):
+                self._pending += chunk
+        return self._pending
+
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()

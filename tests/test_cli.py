@@ -409,3 +409,72 @@ def test_an_unwritable_working_directory_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     (line,) = result.stderr.splitlines()
     assert "var/secret_key" in line and "FGCPAY_SECRET_KEY" in line
+
+
+# -- commands on existing data, and the modes of the files the service creates ----------
+
+# Every command that only reads or changes what a database already holds: none creates one.
+ON_EXISTING_DATA = [
+    command for command in EVERY_COMMAND if command[:2] not in (["migrate"], ["merchant", "create"])
+] + [
+    ["merchant", "set-password", "--merchant", MER, "--password", PASSWORD],
+    ["ledger", "verify"],
+    ["refund", "approve", "--merchant", MER, "--refund", "re_test_000000000000000000000000"],
+    ["refund", "reject", "--merchant", MER, "--refund", "re_test_000000000000000000000000"],
+]
+
+
+@pytest.mark.parametrize("command", ON_EXISTING_DATA, ids=lambda c: "-".join(c[:2]))
+def test_a_command_on_existing_data_refuses_a_missing_sqlite_database(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """In an empty folder, with no secret set: no database, no secret, no folder made."""
+    env = _env(None)
+    del env["FGCPAY_SECRET_KEY"]
+    result = _run_env(tmp_path, env, *command)
+    assert result.returncode == 2, result.stderr
+    (line,) = _failure_lines(result)
+    path = tmp_path.resolve() / "var" / "fgcpay.sqlite3"
+    assert line == f"fgcpay: no SQLite database at {path} (fgcpay migrate creates one)"
+    assert list(tmp_path.iterdir()) == []
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o022, 0o277])
+def test_the_database_and_the_secret_are_the_owners_only_whatever_the_umask(
+    tmp_path: Path, umask: int
+) -> None:
+    env = _env(None)
+    del env["FGCPAY_SECRET_KEY"]
+    port = _free_port()
+    service = subprocess.Popen(
+        [*FGCPAY, "serve", "--port", str(port)],
+        cwd=tmp_path,
+        env={**env, "FGCPAY_SHUTDOWN_GRACE_SECONDS": "2"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        umask=umask,
+    )
+    try:
+
+        def alive() -> None:
+            if service.poll() is not None:
+                raise AssertionError(service.communicate()[1])
+
+        wait_ready_blocking(f"http://127.0.0.1:{port}", alive=alive)
+        var = tmp_path / "var"
+        # While it serves: the database with its WAL and shared-memory files.
+        names = {"fgcpay.sqlite3", "fgcpay.sqlite3-wal", "fgcpay.sqlite3-shm", "secret_key"}
+        assert {path.name for path in var.iterdir()} == names
+        assert {name: _mode(var / name) for name in names} == dict.fromkeys(names, 0o600)
+        assert _mode(var) == 0o700
+    finally:
+        service.send_signal(signal.SIGTERM)
+        service.communicate(timeout=15)
+    assert service.returncode == 0
+    # The commands on existing data use the folder as it is now.
+    assert _run_env(tmp_path, env, "merchant", "list").returncode == 0

@@ -106,6 +106,7 @@ async def _merchant_with_everything(
     event = (await merchant.get("/events", params={"type": "checkout.session.paid"})).json()
     (key,) = await server.db.read(merchants.api_keys_of, created.merchant.id)
     return email, {
+        "merchant": created.merchant.id,
         "key": key.id,
         "endpoint": endpoint["id"],
         "delivery": delivery["id"],
@@ -194,6 +195,12 @@ async def test_every_page_passes_the_audit_signed_in_with_data_and_signed_out(
             page.get_by_role("button", name="Copy").wait_for(timeout=WAIT_MS)
             docs_screenshot(page, "dashboard-api-key-created")
             problems += _checked(page, "api-key-created")
+            # A refresh sends the form again: no second key, and the key is not shown again.
+            page.reload()
+            heading = "This key was already created: shop server"
+            page.get_by_role("heading", name=heading).wait_for(timeout=WAIT_MS)
+            assert page.get_by_label("API key").count() == 0
+            problems += _checked(page, "api-key-already-created")
             page.goto(server.url + PAGES["webhook"].format(**ids))
             page.get_by_role("button", name="Reveal secret").click()
             page.get_by_label("Signing secret").wait_for(timeout=WAIT_MS)
@@ -201,6 +208,8 @@ async def test_every_page_passes_the_audit_signed_in_with_data_and_signed_out(
         assert not problems, "\n".join(problems)
 
     await in_browser(scenario)
+    keys = await server.db.read(merchants.api_keys_of, ids["merchant"])
+    assert sorted(str(key.name) for key in keys) == ["None", "shop server"], "one key per form"
 
 
 async def test_every_form_works_without_javascript_and_its_answer_passes_the_audit(

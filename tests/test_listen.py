@@ -154,6 +154,14 @@ def _listen_fails(args: list[str], tmp_path: Path, key: str = "fp_test_" + "x" *
     ("api_url", "forward_to", "says"),
     [
         ("http://127.0.0.1:9/api/v1", "http://127.0.0.1:3000/hooks", "cannot reach"),
+        # A path that is not the API's base: what to pass instead, before any connection.
+        (
+            "http://127.0.0.1:9/api",
+            "http://127.0.0.1:3000/hooks",
+            "--api-url must be the API's base URL, ending in /api/v1"
+            " (such as http://127.0.0.1:9/api/v1), not http://127.0.0.1:9/api",
+        ),
+        ("http://127.0.0.1:9/v1/", "http://127.0.0.1:3000/hooks", "ending in /api/v1"),
         ("http://127.0.0.1:9/api/v1", "localhost:3000/hooks", "--forward-to must be"),
         ("pay.example/api/v1", "http://127.0.0.1:3000/hooks", "--api-url must be"),
     ],
@@ -169,3 +177,32 @@ async def test_a_refused_key_is_one_line_and_exit_2(server: Server, tmp_path: Pa
     args = ["--api-url", server.url + "/api/v1", "--forward-to", "http://127.0.0.1:9/hooks"]
     line = await trio.to_thread.run_sync(_listen_fails, args, tmp_path)
     assert "the API key was refused" in line
+
+
+async def test_a_bare_origin_is_taken_as_its_api_and_the_lines_are_not_padded(
+    server: Server, nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """`--api-url http://host:port` (what the browser's address bar shows) means its
+    /api/v1; standard output, a pipe here, is plain lines: no padding, no carriage return."""
+    receiver = await start_receiver(nursery)
+    merchant = await server.merchant()
+    listener = ListenProcess(
+        config_home=tmp_path / "config",
+        api_url=server.url + "/",
+        api_key=merchant.key,
+        forward_to=receiver.url,
+    )
+    try:
+        secret = await listener.start()
+        await paid_session(server, merchant)
+        (delivery,) = await receiver.wait_for(1)
+        line = await listener.line()
+        assert await listener.stop() == 0
+        rest = await listener.rest()
+    finally:
+        listener.kill()
+    event = json.loads(delivery.body)
+    assert line == f"{event['created_at']}  {event['type']}  {event['id']}  -> 200"
+    assert rest == b""
+    _assert_signed(delivery.body, delivery.headers, secret)
+    assert listener.errors.read_text() == ""

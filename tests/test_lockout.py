@@ -232,7 +232,9 @@ async def test_customer_unlock_lifts_a_lock(
 def test_customer_unlock_refuses_bad_input_in_one_line(
     tmp_path: Path, args: list[str], words: str
 ) -> None:
-    done = _cli(tmp_path, f"sqlite:///{tmp_path}/db.sqlite3", *args)
+    url = f"sqlite:///{tmp_path}/db.sqlite3"
+    assert _cli(tmp_path, url, "migrate").returncode == 0  # unlock needs a database
+    done = _cli(tmp_path, url, *args)
     assert done.returncode == 2
     # One line names the problem (a first line may name the database in use).
     last = done.stderr.strip().splitlines()[-1]

@@ -285,17 +285,82 @@ def receiver_line(shell: Shell, receiver: int, event_type: str, deadline: float)
     return printed()[0]
 
 
-def test_the_quick_start_runs_verbatim(shell: Shell) -> None:
+def clock_walkthrough() -> list[Command]:
+    """The commands of docs/api.md's test clock walk-through, with their outputs."""
+    api = (ROOT / "docs" / "api.md").read_text()
+    section = api.split("\n### Walk-through with `curl`\n", 1)[1]
+    return commands_of(re.findall(r"```sh\n(.*?)```", section, re.S)[0])
+
+
+# A value of the walk-through's outputs that differs in every run: an id (a 24-character
+# random part after its prefix), a request id, or a time of the service's own clock (the
+# clock's times, 2027 and 2028, are the same in every run).
+_VARYING = re.compile(
+    r"\b((?:clock_test|sub_test|cs_test|txn_test|evt|req)_)[A-Za-z0-9]{16,24}\b"
+    r"|\b20(?:2[0-6])-\d\d-\d\dT[0-9:.]+Z"
+)
+
+
+def _same_but_varying(expected: str, printed: str) -> bool:
+    """Whether `printed` reads as `expected`, ids and the service's times aside."""
+
+    def blank(text: str) -> str:
+        return _VARYING.sub(lambda m: (m.group(1) or "") + "*", text)
+
+    return blank(expected) == blank(printed)
+
+
+def check_walkthrough_output(expected: list[str], output: str, what: str) -> None:
+    """The walk-through's outputs as the doc shows them: compact JSON (trimmed by jq to
+    the fields shown, or a whole object, an error's), a status after a `-w` line, or
+    plain lines (jq's tab-separated rows, shown aligned with spaces; a count; a word)."""
+    if not expected:
+        return
+    shown = [line.split("<-")[0].rstrip() for line in expected]
+    lines = output.strip().splitlines()
+    if shown[0].startswith("{"):
+        status = shown[-1] if re.fullmatch(r"\d{3}", shown[-1]) else None
+        if status:
+            assert lines[-1] == status, (what, lines)
+            shown, lines = shown[:-1], lines[:-1]
+        wanted = json.loads(" ".join(line.strip() for line in shown))
+        printed = json.loads("\n".join(lines))
+        for key, value in wanted.items():
+            assert key in printed, (what, key, printed)
+            assert _same_but_varying(json.dumps(value), json.dumps(printed[key])), (
+                what, key, value, printed[key],
+            )  # fmt: skip
+        return
+    assert len(lines) == len(shown), (what, shown, lines)
+    # Rows in any order: events made in one change share their time, and the list orders
+    # those by id, which is random.
+    wanted_rows = sorted(_VARYING.sub("*", " ".join(line.split())) for line in shown)
+    printed_rows = sorted(_VARYING.sub("*", " ".join(line.split())) for line in lines)
+    assert printed_rows == wanted_rows, what
+
+
+@pytest.mark.parametrize("walkthrough", [False, True], ids=["alone", "with-the-clock-walkthrough"])
+def test_the_quick_start_runs_verbatim(shell: Shell, walkthrough: bool) -> None:
+    """The quick start; and again with docs/api.md's test clock walk-through run where the
+    README points to it (after the subscription, before the refund): its outputs as the
+    doc shows them, and the README's ledger and balance figures still true after it."""
     deadline = time.monotonic() + 60  # each step is bounded; the whole run takes ~5 s
     readme = (ROOT / "README.md").read_text()
     blocks = [commands_of(block) for block in quick_start_blocks(readme)]
+    if walkthrough:
+        assert "docs/api.md#test-clocks" in readme.split("### A refund and the balance")[0]
+        refund_block = next(
+            n for n, block in enumerate(blocks) if any("/refunds" in c.text for c in block)
+        )
+        blocks.insert(refund_block, clock_walkthrough())
+    walked = clock_walkthrough()
     commands = [command for block in blocks for command in block]
     assert len(commands) >= 8, commands
     issued: dict[str, str] = {}
     receiver: int | None = None
     created: dict[str, Any] = {}
     subscription: dict[str, Any] = {}
-    approved = paid = False
+    approved = paid = ledger_read = False
     for block in blocks:
         for command in block:
             text = substitute(command.text, issued)
@@ -312,13 +377,25 @@ def test_the_quick_start_runs_verbatim(shell: Shell) -> None:
                 if "receiver" in first_line:
                     receiver = shell.count - 1
                 continue
-            check_output(command.expected, out, first_line)
+            if walkthrough and command in walked:
+                check_walkthrough_output(command.expected, out, first_line)
+            else:
+                check_output(command.expected, out, first_line)
             for match in ISSUED.finditer(out):
                 issued[match.group(1)] = match.group(0)
             if "checkout/sessions \\" in first_line or first_line.endswith("/checkout/sessions \\"):
                 created = json.loads("\n".join(out.strip().splitlines()[:-1]))
             if first_line.endswith("/api/v1/subscriptions \\"):
                 subscription = json.loads("\n".join(out.strip().splitlines()[:-1]))
+            if "/api/v1/transactions?" in first_line:
+                # What the README's comment above it says the ledger holds, newest first.
+                rows = [(t["type"], t["amount_fgc"]) for t in json.loads(out)["data"]]
+                assert rows == [
+                    ("refund", "-4.00"),
+                    ("subscription_charge", "12.50"),
+                    ("payment", "12.50"),
+                ], rows
+                ledger_read = True
         if "we_" in issued and not paid:
             # The prose after the block that registered the receiver: "Then pay on the
             # session's checkout_url: the receiver prints checkout.session.paid".
@@ -349,6 +426,7 @@ def test_the_quick_start_runs_verbatim(shell: Shell) -> None:
         line = receiver_line(shell, receiver, event_type, deadline)
         assert json.loads(line.split(" ", 1)[1])["data"]["object"]["id"] == subscription["id"]
     assert "re_test_" in issued, "the README refunds the session"
+    assert ledger_read, "the README lists the ledger"
     for event_type in ("refund.created", "refund.approved"):
         line = receiver_line(shell, receiver, event_type, deadline)
         refunded = json.loads(line.split(" ", 1)[1])["data"]["object"]

@@ -144,7 +144,8 @@ async def test_pay_refund_twice_then_approve_and_reject_with_the_balance_and_sig
         "-4.00",
         one["id"],
     )
-    assert (entry["checkout_session_id"], entry["subscription_id"]) == (None, None)
+    # It names the session it refunds.
+    assert (entry["checkout_session_id"], entry["subscription_id"]) == (session["id"], None)
     # The rejected 8.50 is refundable again.
     refundable_again = await refund(merchant, checkout_session_id=session["id"])
     assert refundable_again["amount_fgc"] == "8.50"
@@ -259,8 +260,9 @@ async def test_a_subscription_charge_is_refunded_through_its_transaction(server:
     assert (entry["amount_fgc"], entry["refund_id"], entry["subscription_id"]) == (
         "-5.00",
         made["id"],
-        None,
+        sub["id"],
     )
+    assert entry["checkout_session_id"] is None
     assert (await merchant.get(f"/transactions/{entry['id']}")).json() == entry
     # The subscription's own record and events are untouched by the refund.
     assert (await merchant.get(f"/subscriptions/{sub['id']}")).json()[
@@ -376,3 +378,79 @@ async def test_lists_page_newest_first_with_their_filters(server: Server) -> Non
         assert answer.status_code == 400, (path, params, answer.text)
     assert (await merchant.get(f"/transactions/txn_test_{FAKE}")).status_code == 404
     assert (await balance(merchant))["transaction_count"] == 4
+
+
+async def _listed(merchant: MerchantClient, **params: str) -> list[dict[str, Any]]:
+    """Every page of GET /transactions with `params`, one row a page (the keyset walked)."""
+    rows: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        asked = {**params, "limit": "1"} | ({"starting_after": cursor} if cursor else {})
+        answer = await merchant.get("/transactions", params=asked)
+        assert answer.status_code == 200, answer.text
+        page = answer.json()
+        rows += page["data"]
+        if not page["has_more"]:
+            assert page["next_cursor"] is None
+            return rows
+        cursor = page["next_cursor"]
+
+
+async def test_the_ledger_filters_by_session_or_subscription_with_type_and_pages(
+    server: Server,
+) -> None:
+    merchant = await server.merchant()
+    first, second = [await paid_session(server, merchant) for _ in range(2)]
+    sub = await create_subscription(merchant, amount_fgc="20.00")
+    await server.running.service.subscriptions.approve(sub["id"], "TEST-0001", "1234")
+    (charge,) = await _listed(merchant, subscription_id=sub["id"])
+    assert charge["type"] == "subscription_charge"
+    refunded = [
+        await refund(merchant, checkout_session_id=first["id"], amount_fgc="1.00"),
+        await refund(merchant, checkout_session_id=first["id"], amount_fgc="2.00"),
+        await refund(merchant, transaction_id=charge["id"], amount_fgc="5.00"),
+    ]
+    for made in refunded:
+        await review(merchant, made["id"], "approve")
+    await refund(merchant, checkout_session_id=second["id"], amount_fgc="1.00")  # pending
+
+    of_first = await _listed(merchant, checkout_session_id=first["id"])
+    assert [(t["type"], t["refund_id"]) for t in of_first] == [
+        ("refund", refunded[1]["id"]),
+        ("refund", refunded[0]["id"]),
+        ("payment", None),
+    ]
+    # A refund's entry names what it refunds.
+    assert {t["checkout_session_id"] for t in of_first} == {first["id"]}
+    assert of_first == [t for t in await ledger(merchant) if t in of_first]
+    only_refunds = await _listed(merchant, checkout_session_id=first["id"], type="refund")
+    assert only_refunds == of_first[:2]
+    (paid,) = await _listed(merchant, checkout_session_id=second["id"])
+    assert (paid["type"], paid["checkout_session_id"]) == ("payment", second["id"])
+    of_sub = await _listed(merchant, subscription_id=sub["id"])
+    assert [(t["type"], t["subscription_id"]) for t in of_sub] == [
+        ("refund", sub["id"]),
+        ("subscription_charge", sub["id"]),
+    ]
+    assert of_sub[0]["refund_id"] == refunded[2]["id"] and of_sub[1] == charge
+    both = {"checkout_session_id": first["id"], "subscription_id": sub["id"]}
+    assert await _listed(merchant, **both) == []
+
+    # Unknown ids, and another merchant's, list nothing (as Stripe's filters do).
+    other = await server.merchant()
+    for params in (
+        {"checkout_session_id": f"cs_test_{FAKE}"},
+        {"subscription_id": f"sub_test_{FAKE}"},
+    ):
+        assert await _listed(merchant, **params) == []
+    assert await _listed(other, checkout_session_id=first["id"]) == []
+    assert await _listed(other, subscription_id=sub["id"]) == []
+    # A value that is no such id: 400 naming it.
+    for name, value in (
+        ("checkout_session_id", "sub_test_" + FAKE),
+        ("subscription_id", "nope"),
+        ("checkout_session_id", ""),
+    ):
+        answer = await merchant.get("/transactions", params={name: value})
+        assert answer.status_code == 400, (name, value, answer.text)
+        assert [d["field"] for d in answer.json()["details"]] == [name]

@@ -243,6 +243,19 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
         await call("post", f"/webhook_endpoints/{spare_id}/rotate_secret", json={"x": 1})
     ).status_code == 400
     assert (await call("post", f"/webhook_endpoints/we_{FAKE}/rotate_secret")).status_code == 404
+    read = await call("get", f"/webhook_endpoints/{spare_id}")
+    assert "secret" not in read.json() and read.json()["url"] == spare["url"]
+    assert (await call("get", f"/webhook_endpoints/we_{FAKE}")).status_code == 404
+    moved = await call(
+        "patch", f"/webhook_endpoints/{spare_id}", json={"enabled_events": ["refund.created"]}
+    )
+    assert moved.json()["enabled_events"] == ["refund.created"]
+    bad_patches: list[dict[str, Any]] = [{"url": "ftp://x.example/"}, {"x": 1}]
+    for bad_patch in bad_patches:
+        patched = await call("patch", f"/webhook_endpoints/{spare_id}", json=bad_patch)
+        assert patched.status_code == 400
+    unknown_endpoint = f"/webhook_endpoints/we_{FAKE}"
+    assert (await call("patch", unknown_endpoint, json={"url": receiver.url})).status_code == 404
     deleted = await call("delete", f"/webhook_endpoints/{spare_id}")
     assert deleted.json()["deleted"] is True and deleted.json()["status"] == "deleted"
     assert (await call("delete", f"/webhook_endpoints/we_{FAKE}")).status_code == 404
@@ -422,8 +435,18 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
     ledger_page = (await call("get", "/transactions", params={"limit": "1"})).json()
     refund_after = {"starting_after": ledger_page["next_cursor"], "type": "payment"}
     assert (await call("get", "/transactions", params=refund_after)).json()["data"]
-    for params in ({"type": "paid"}, {"limit": "0"}, {"status": "x"}):
+    for params in (
+        {"type": "paid"},
+        {"limit": "0"},
+        {"status": "x"},
+        {"checkout_session_id": "x"},
+        {"subscription_id": f"cs_test_{FAKE}"},
+    ):
         assert (await call("get", "/transactions", params=params)).status_code == 400
+    of_refund = {"checkout_session_id": ledger_page["data"][0]["checkout_session_id"]}
+    assert (await call("get", "/transactions", params=of_refund)).json()["data"]
+    unknown_sub = {"subscription_id": f"sub_test_{FAKE}", "type": "refund"}
+    assert (await call("get", "/transactions", params=unknown_sub)).json()["data"] == []
     ledger_entry = ledger_page["data"][0]
     assert (await call("get", f"/transactions/{ledger_entry['id']}")).json() == ledger_entry
     assert (await call("get", f"/transactions/txn_test_{FAKE}")).status_code == 404

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import attrs
 import pytest
@@ -16,6 +17,8 @@ from helpers import Server, add_endpoint, start_server
 from hosted import new_session, paid_session
 from receiver import reserve_port, start_receiver, url_of
 from standardwebhooks import Webhook
+
+DAY = timedelta(days=1)
 
 
 async def test_a_paid_session_sends_one_event_to_every_subscribed_endpoint(
@@ -274,6 +277,79 @@ async def test_endpoint_api(server: Server) -> None:
     assert (await merchant.get("/webhook_endpoints")).json()["data"] == []
 
 
+async def test_an_endpoint_is_read_and_changed_field_by_field(server: Server) -> None:
+    merchant = await server.merchant()
+    created = await add_endpoint(merchant, "https://hooks.example/fgc", ["checkout.session.paid"])
+    path = f"/webhook_endpoints/{created['id']}"
+    shown = {k: v for k, v in created.items() if k != "secret"}
+    read = await merchant.get(path)
+    assert read.status_code == 200 and read.json() == shown, read.text
+
+    events = await merchant.patch(path, json={"enabled_events": ["refund.created"]})
+    assert events.status_code == 200, events.text
+    shown["enabled_events"] = ["refund.created"]
+    assert events.json() == shown, "only the field given changes; no secret"
+    moved = await merchant.patch(path, json={"url": "https://hooks.example/new"})
+    shown["url"] = "https://hooks.example/new"
+    assert moved.status_code == 200 and moved.json() == shown, moved.text
+    assert (await merchant.patch(path, json={})).json() == shown
+    assert (await merchant.get(path)).json() == shown
+    assert (await merchant.get("/webhook_endpoints")).json()["data"] == [shown]
+
+    # The create's rules, all named at once; an unknown field; nothing changed.
+    for body, fields in (
+        ({"url": "ftp://x", "enabled_events": ["nope"]}, {"url", "enabled_events"}),
+        ({"enabled_events": []}, {"enabled_events"}),
+        ({"url": "https://hooks.example/x", "secret": "whsec_mine"}, {"secret"}),
+        ({"faults": {}}, {"faults"}),
+    ):
+        refused = await merchant.patch(path, json=body)
+        assert refused.status_code == 400, (body, refused.text)
+        assert {d["field"] for d in refused.json()["details"]} == fields, body
+    not_json = await merchant.patch(path, json=["https://hooks.example/x"])
+    assert not_json.status_code == 400
+    assert (await merchant.get(path)).json() == shown
+
+    # Another merchant's endpoint, an unknown one and a deleted one are 404.
+    other = await server.merchant("Other")
+    unknown = f"/webhook_endpoints/we_{'0' * 24}"
+    for who, where in ((other, path), (merchant, unknown), (merchant, "/webhook_endpoints/x")):
+        assert (await who.get(where)).status_code == 404, where
+        answer = await who.patch(where, json={"url": "https://hooks.example/o"})
+        assert answer.status_code == 404, where
+        assert answer.json()["code"] == "not_found"
+    assert (await merchant.get(path)).json() == shown
+    assert (await merchant.delete(path)).status_code == 200
+    assert (await merchant.get(path)).status_code == 404
+    assert (await merchant.patch(path, json={"enabled_events": ["*"]})).status_code == 404
+
+
+async def test_rotate_secret_says_until_when_the_old_secret_signs(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
+) -> None:
+    wall = TrioClock()
+    server = await start_server(nursery, settings, clock=wall)
+    merchant = await server.merchant()
+    endpoint = await add_endpoint(merchant, "https://hooks.example/fgc")
+    path = f"/webhook_endpoints/{endpoint['id']}"
+    before = datetime.fromtimestamp(wall.now_us() // 1000 / 1000, tz=UTC)
+    rotated = (await merchant.post(f"{path}/rotate_secret")).json()
+    after = datetime.fromtimestamp(wall.now_us() / 1e6, tz=UTC)
+    assert rotated["secret"] != endpoint["secret"]
+    expires = datetime.fromisoformat(rotated["previous_secret_expires_at"])
+    assert before + DAY <= expires <= after + DAY
+    assert "previous_secret_expires_at" not in (await merchant.get(path)).json()
+    rows = server.running.service.webhook_endpoints
+    stored = await rows.get(merchant.id, endpoint["id"])
+    assert rows.signing_secrets(stored) == [endpoint["secret"], rotated["secret"]]
+    # Until then, and no longer.
+    clock.jump((expires - after).total_seconds() - 0.01)
+    assert len(rows.signing_secrets(stored)) == 2
+    clock.jump(0.02)
+    assert rows.signing_secrets(stored) == [rotated["secret"]]
+    await server.shutdown()
+
+
 async def test_rotated_secret_signs_with_both_for_a_day(
     server: Server, nursery: trio.Nursery
 ) -> None:
@@ -306,6 +382,12 @@ async def test_private_targets_are_refused_unless_allowed(
         response = await merchant.post("/webhook_endpoints", json={"url": url})
         assert response.status_code == 400, url
         assert response.json()["details"][0]["field"] == "url"
+    # The same rule when an endpoint is moved.
+    endpoint = await add_endpoint(merchant, "https://hooks.example/fgc")
+    moved = await merchant.patch(
+        f"/webhook_endpoints/{endpoint['id']}", json={"url": "http://10.0.0.1/x"}
+    )
+    assert moved.status_code == 400 and moved.json()["details"][0]["field"] == "url"
     await server.shutdown()
 
 

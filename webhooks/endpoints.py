@@ -9,7 +9,7 @@ from fgcpay.clock import Clock
 from fgcpay.domain import errors, ids, webhooks
 from fgcpay.domain.endpoints import WebhookEndpoint, to_json
 from fgcpay.domain.secret_box import SecretBox
-from fgcpay.domain.webhooks import DeliveryAttempt, EndpointRequest, Event
+from fgcpay.domain.webhooks import DeliveryAttempt, EndpointChange, EndpointRequest, Event
 from fgcpay.storage import Database
 from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.storage.owned import OwnedRows
@@ -95,6 +95,28 @@ class WebhookEndpoints:
         chosen = webhooks.parse_enabled_events(enabled_events)
         changed = await self.db.write(
             webhook_rows.set_enabled_events, merchant_id, endpoint_id[:64], chosen
+        )
+        if changed is None:
+            raise errors.NotFound("No such webhook endpoint.")
+        return changed
+
+    async def update(
+        self, merchant_id: str, endpoint_id: str, change: EndpointChange
+    ) -> WebhookEndpoint:
+        """The endpoint with the fields `change` gives changed, the URL under the create's
+        rules (its form, and private targets only where the operator allows them)."""
+        if change.url is not None:
+            refused = destinations.registration_refusal(change.url, self.allow_private)
+            if refused:
+                raise errors.ValidationFailed(
+                    [errors.FieldError("url", f"Not allowed: {refused}.")]
+                )
+        changed = await self.db.write(
+            webhook_rows.update_endpoint,
+            merchant_id,
+            endpoint_id[:64],
+            change.url,
+            change.enabled_events,
         )
         if changed is None:
             raise errors.NotFound("No such webhook endpoint.")

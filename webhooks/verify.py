@@ -1,9 +1,11 @@
 """For merchants: verify that a webhook delivery came from fgcpay.
 
-    from fgcpay.webhooks import verify_delivery, WebhookVerificationError
+    import json
+
+    from fgcpay.webhooks import WebhookVerificationError, verify_delivery
 
     try:
-        verify_delivery(raw_body, request.headers, "whsec_...")
+        verify_delivery(raw_body, request.headers, "whsec_...")  # None, or it raises
     except WebhookVerificationError:
         return 400
     event = json.loads(raw_body)
@@ -31,8 +33,8 @@ def verify_delivery(
     tolerance_seconds: int = TOLERANCE_SECONDS,
     now: int | None = None,
 ) -> None:
-    """Raise `WebhookVerificationError` unless `body` was signed with `secret` within
-    `tolerance_seconds` (default 300) of now, in either direction.
+    """Return None if `body` was signed with `secret` within `tolerance_seconds` (default
+    300) of now, in either direction; else raise `WebhookVerificationError` saying why.
 
     Args:
         body: the raw request body, exactly as received (before any JSON parsing).

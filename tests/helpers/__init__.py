@@ -22,6 +22,7 @@ from ._browser import (
 from ._dashboard import (
     PASSWORD,
     Dashboard,
+    form_fields,
     new_email,
     open_dashboard,
     raw_key,
@@ -104,6 +105,7 @@ __all__ = [
     "Dashboard",
     "new_email",
     "open_dashboard",
+    "form_fields",
     "raw_key",
     "sign_in",
     "signed_up",

@@ -14,6 +14,8 @@ from ._service import CLIENT_TLS, Server
 
 PASSWORD = "a long enough password 7"
 TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
+# A form's one-use token (the create-key form's), sent back as a browser sends it.
+FORM_TOKEN = re.compile(r'name="form_token" value="([^"]+)"')
 SESSION_COOKIE = "fgc_dashboard_session"
 
 
@@ -33,7 +35,7 @@ class Dashboard:
         opened = await self.client.get(page or path)
         found = TOKEN.search(opened.text)
         assert found, f"no form on {page or path}: {opened.status_code}"
-        return await self.client.post(path, data={**data, "csrf_token": found.group(1)})
+        return await self.client.post(path, data={**form_fields(opened.text), **data})
 
     @property
     def session_id(self) -> str | None:
@@ -47,6 +49,17 @@ class Dashboard:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+def form_fields(html: str) -> dict[str, str]:
+    """The hidden fields of the page's form a browser sends back: its CSRF token, and its
+    one-use token where it has one."""
+    found = TOKEN.search(html)
+    assert found, "no form on the page"
+    fields = {"csrf_token": found.group(1)}
+    if once := FORM_TOKEN.search(html):
+        fields["form_token"] = once.group(1)
+    return fields
 
 
 def raw_key(html: str) -> str:

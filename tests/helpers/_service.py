@@ -101,6 +101,11 @@ class MerchantClient:
             path, headers=self.headers(kwargs.pop("headers", None)), **kwargs
         )
 
+    async def patch(self, path: str, **kwargs: Any) -> httpx.Response:
+        return await self.http.patch(
+            path, headers=self.headers(kwargs.pop("headers", None)), **kwargs
+        )
+
 
 async def start_server(
     nursery: trio.Nursery, settings: Settings, clock: Clock | None = None
