@@ -59,6 +59,9 @@ from ._slots import AHEAD, Slots
 from .client import SendFailed, WebhookClient
 
 LEASE_SECONDS = 60.0  # far beyond one attempt's 10 s deadline
+RELEASED_RETRY_SECONDS = 1.0
+"""A delivery whose attempt crashed or went unrecorded is claimed again this much later
+(its lease given back), rather than after the lease lapses."""
 POLL_SECONDS = 2.0
 LOOK_PAST_SECONDS = 0.1
 """While claims pass rows over for a limit (an endpoint with a backlog at its limit), how
@@ -424,10 +427,10 @@ class WebhookDispatcher:
 
     async def _release(self, jobs: list[DeliveryJob]) -> None:
         """Give back the leases of deliveries whose attempt crashed or went unrecorded, so
-        they are claimed again after ERROR_BACKOFF_SECONDS rather than after the lease
+        they are claimed again after RELEASED_RETRY_SECONDS rather than after the lease
         (which this process would not even look for). Shielded, so that a cancellation
         meanwhile still releases them; if the database cannot take it, they lapse."""
-        retry_at = self.clock.now_us() + int(ERROR_BACKOFF_SECONDS * 1_000_000)
+        retry_at = self.clock.now_us() + int(RELEASED_RETRY_SECONDS * 1_000_000)
         ids = [job.delivery_id for job in jobs]
         with trio.move_on_after(5, shield=True):
             try:
