@@ -131,6 +131,19 @@ class _Crashes:
 
 
 @attrs.frozen
+class Quarantined:
+    """An id quarantined now: its asks are answered 503 until `until` (trio time)."""
+
+    kind: str
+    actor_id: str
+    until: float
+
+    def as_json(self) -> dict[str, Any]:
+        seconds = max(1, math.ceil(self.until - trio.current_time()))
+        return {"kind": self.kind, "id": self.actor_id, "retry_after_seconds": seconds}
+
+
+@attrs.frozen
 class ActorLoad:
     """What a host's actors hold at one instant (for the metrics)."""
 
@@ -213,6 +226,18 @@ class ActorHost:
         """Whether the id is quarantined now (its asks answered 503 at once)."""
         crashes = self._crashes.get((kind, actor_id))
         return crashes is not None and crashes.until > trio.current_time()
+
+    def quarantine(self, limit: int) -> tuple[list[Quarantined], int]:
+        """The ids quarantined now, the latest to end first, at most `limit` of them; and
+        how many there are (for `/readyz`)."""
+        now = trio.current_time()
+        found = [
+            Quarantined(kind, actor_id, crashes.until)
+            for (kind, actor_id), crashes in self._crashes.items()
+            if crashes.until > now
+        ]
+        found.sort(key=lambda q: (-q.until, q.kind, q.actor_id))
+        return found[:limit], len(found)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -416,12 +441,15 @@ class ActorHost:
         if quarantine:
             crashes.quarantines += 1
             crashes.until = now + self.cool_off.delay(crashes.quarantines)
-        self._kinds[actor.key[0]].failed(
+        kind = self._kinds[actor.key[0]]
+        kind.failed(
             crash,
             actor.key[1],
             step=step,
             quarantined_seconds=round(crashes.until - now, 3) if quarantine else 0,
         )
+        if quarantine:
+            kind.quarantined()
         return quarantine
 
     def _forget_quiet(self, now: float) -> None:

@@ -131,6 +131,13 @@ class _Instruments:
             ["supervised"],
             registry=registry,
         )
+        self.quarantines = prometheus_client.Counter(
+            "fgcpay_supervision_quarantines",
+            "Quarantines: an actor id that crashed again within its kind's restart period,"
+            " answered 503 with Retry-After for a cool-off instead of restarting; by kind.",
+            ["supervised"],
+            registry=registry,
+        )
         self.escalated = prometheus_client.Gauge(
             "fgcpay_supervision_escalated",
             "1 while a supervised part is escalated in any process (then /readyz answers"
@@ -209,6 +216,11 @@ def supervised(name: str, *, escalated: bool) -> None:
     """Whether the supervised part `name` (a fixed word: an actor kind, a loop) is
     escalated now (a part is declared with 0 when first supervised)."""
     _instruments.escalated.labels(name).set(1 if escalated else 0)
+
+
+def quarantine(name: str) -> None:
+    """An id of the supervised part `name` (an actor kind) was quarantined: counted."""
+    _instruments.quarantines.labels(name).inc()
 
 
 def escalation(name: str) -> None:

@@ -135,6 +135,11 @@ class Supervised:
             self.supervisor.escalate(self, list(self._recent))
         return self.escalated
 
+    def quarantined(self) -> None:
+        """One of its ids was quarantined (its crash was counted by `failed`, whose line
+        says for how long): counted in the metrics."""
+        metrics.quarantine(self.name)
+
     def succeeded(self) -> None:
         """It went through: an escalated child recovers at once."""
         if self.escalated:

@@ -7,6 +7,7 @@ rules in isolation: test_actor_runtime.py.)"""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -99,6 +100,9 @@ async def test_a_poison_subscription_is_quarantined_and_a_crashing_kind_escalate
     monkeypatch.setattr(SubscriptionActor, "receive", crashing)
     caplog.set_level(logging.INFO, logger="fgcpay")
     counted, _ = await _escalations(server, KIND_ESCALATED)
+    quarantines = (await scrape(server.url)).value(
+        "fgcpay_supervision_quarantines_total", supervised=KIND_ESCALATED
+    )
 
     async def cancel(subscription_id: str) -> httpx.Response:
         return await merchant.post(f"/subscriptions/{subscription_id}/cancel")
@@ -113,7 +117,25 @@ async def test_a_poison_subscription_is_quarantined_and_a_crashing_kind_escalate
     assert quarantined.json()["code"] == "service_unavailable"
     assert int(quarantined.headers["Retry-After"]) >= 1
     assert received == [poison, poison]
-    assert (await _readyz(server)).status_code == 200  # 2 crashes: within the budget
+    # Shown to the operator without failing readiness (2 crashes: within the kind's
+    # budget): in /readyz, in the metrics, in one line saying it is quarantined.
+    ready = await _readyz(server)
+    assert ready.status_code == 200
+    assert ready.json()["quarantined_count"] == 1
+    (shown,) = ready.json()["quarantined"]
+    assert shown["kind"] == "subscription" and shown["id"] == poison
+    assert shown["retry_after_seconds"] >= 1
+    found = await scrape(server.url)
+    assert (
+        found.value("fgcpay_supervision_quarantines_total", supervised=KIND_ESCALATED)
+        == quarantines + 1
+    )
+    said = [
+        _fields(r)
+        for r in _lines(caplog, logging.WARNING)
+        if _fields(r).get("id") == poison and _fields(r).get("quarantined_seconds")
+    ]
+    assert len(said) == 1 and said[0]["error"] == f"cannot handle {poison}"
     assert _lines(caplog, logging.ERROR) == []
 
     # Four more ids crash once each: 6 crashes within 10 s, past the kind's 5.
@@ -122,7 +144,8 @@ async def test_a_poison_subscription_is_quarantined_and_a_crashing_kind_escalate
     ready = await _readyz(server)
     assert ready.status_code == 503
     assert KIND_ESCALATED in ready.json()["message"]
-    assert ready.json()["details"] == {"escalated": [KIND_ESCALATED]}
+    assert ready.json()["details"]["escalated"] == [KIND_ESCALATED]
+    assert ready.json()["details"]["quarantined_count"] >= 1
     assert await _escalations(server, KIND_ESCALATED) == (counted + 1, 1)
     (escalation,) = _lines(caplog, logging.ERROR)
     crashed = _fields(escalation)["failures"]
@@ -161,16 +184,19 @@ async def test_a_failing_sweep_backs_off_escalates_once_and_recovers_at_its_next
     merchant = await server.merchant()
     sweeper = server.running.service.sweeper
     failures: list[float] = []
+    failed = trio.Event()
 
     async def failing(self: ExpirySweeper, now_us: int, limit: int, offset: int) -> Any:
         failures.append(trio.current_time())
+        failed.set()
         raise RuntimeError("the due query failed")
 
     monkeypatch.setattr(ExpirySweeper, "due", failing)
     caplog.set_level(logging.INFO, logger="fgcpay")
     counted, _ = await _escalations(server, LOOP_ESCALATED)
     sweeper.schedule(0)  # wake it now
-    await _idle_for(clock, 60)
+    await failed.wait()  # (not in a real database call any more: see `_failing`)
+    await _idle_for(clock, 60 - (trio.current_time() - failures[0]))
     # Bounded exponential backoff: at most 1, 2, 4, 8, 16, 30, 30 s apart (jitter shortens).
     gaps = [later - earlier for earlier, later in zip(failures, failures[1:], strict=False)]
     assert 6 <= len(failures) <= 12
@@ -202,8 +228,16 @@ async def test_a_failing_sweep_backs_off_escalates_once_and_recovers_at_its_next
     await server.shutdown()
 
 
-async def _failing(*args: Any, **kwargs: Any) -> Any:
-    raise RuntimeError("injected failure")
+def _failing(failed: trio.Event) -> Callable[..., Awaitable[Any]]:
+    """A step that always fails, setting `failed` at its first call: a test waits for it
+    before it lets service time run (`_idle_for`), since the loop may still be in a real
+    database call made before the fault was injected, and time would run past it."""
+
+    async def failing(*args: Any, **kwargs: Any) -> Any:
+        failed.set()
+        raise RuntimeError("injected failure")
+
+    return failing
 
 
 async def test_the_dispatchers_claims_escalate_and_recover(
@@ -215,9 +249,11 @@ async def test_the_dispatchers_claims_escalate_and_recover(
 ) -> None:
     server = await start(nursery, settings, clock=TrioClock())
     merchant = await server.merchant()
-    monkeypatch.setattr(WebhookDispatcher, "_claim", _failing)
+    failed = trio.Event()
+    monkeypatch.setattr(WebhookDispatcher, "_claim", _failing(failed))
     caplog.set_level(logging.INFO, logger="fgcpay")
     server.running.service.dispatcher.ring()
+    await failed.wait()
     await _idle_for(clock, 120)
     ready = await _readyz(server)
     assert ready.json()["details"] == {"escalated": ["loop webhook claims"]}
@@ -240,11 +276,13 @@ async def test_a_failing_test_clock_advance_escalates_then_finishes_once_the_fau
     server = await start(nursery, settings, clock=TrioClock())
     merchant = await server.merchant()
     test_clock = await create_test_clock(merchant, "2026-01-01T00:00:00Z")
-    monkeypatch.setattr(TestClocks, "_advance_step", _failing)
+    failed = trio.Event()
+    monkeypatch.setattr(TestClocks, "_advance_step", _failing(failed))
     caplog.set_level(logging.INFO, logger="fgcpay")
     path = f"/test_clocks/{test_clock['id']}"
     advanced = await merchant.post(f"{path}/advance", json={"frozen_time": "2026-02-01T00:00:00Z"})
     assert advanced.status_code == 200, advanced.text
+    await failed.wait()
     await _idle_for(clock, 120)
     ready = await _readyz(server)
     assert ready.json()["details"] == {"escalated": ["loop test clock advance"]}
