@@ -184,7 +184,11 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 db=db,
                 nursery=nursery,
                 rate_limiter=RateLimiter(
-                    settings.rate_limit_per_second, settings.rate_limit_burst, db, clock
+                    settings.rate_limit_per_second,
+                    settings.rate_limit_burst,
+                    db,
+                    clock,
+                    supervisor=supervisor,
                 ),
                 actors=actors,
                 supervisor=supervisor,
@@ -237,7 +241,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
             await nursery.start(renewals.run)
             await nursery.start(service.test_clocks.resume)
             await nursery.start(dispatcher.run)
-            await nursery.start(run_housekeeping, db, clock)
+            await nursery.start(run_housekeeping, db, clock, supervisor)
             await nursery.start(service.rate_limiter.run)
             if shared is not None:
                 # Another worker may answer the scrape: keep this one's gauges current.
@@ -275,11 +279,17 @@ PURGE_BATCH = 1000  # rows one purge statement deletes at most
 
 
 async def run_housekeeping(
-    db: Database, clock: Clock, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    db: Database,
+    clock: Clock,
+    supervisor: Supervisor,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Drop idempotency records past their 24 hours, dashboard sessions idle for 12 hours
-    and sign-in counters that hold nothing any more, every few minutes."""
+    and sign-in counters that hold nothing any more, every few minutes. A round that fails
+    is retried after the loops' backoff, supervised as `loop housekeeping`."""
     task_status.started()
+    retries = supervisor.loop("housekeeping")
     while True:
         try:
             while await db.write(idempotency.purge_expired, clock.now_us(), PURGE_BATCH) > 0:
@@ -289,8 +299,10 @@ async def run_housekeeping(
                 pass
             while await db.write(sign_in_attempts.purge_stale, clock.now_us(), PURGE_BATCH) > 0:
                 pass
-        except Exception as error:
-            log_event("housekeeping failed", logging.WARNING, error_type=type(error).__name__)
+        except Exception as error:  # trio.Cancelled is no Exception: it passes
+            await trio.sleep(min(retries.failed(error), HOUSEKEEPING_SECONDS))
+            continue
+        retries.succeeded()
         await trio.sleep(HOUSEKEEPING_SECONDS)
 
 

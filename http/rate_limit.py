@@ -32,6 +32,7 @@ import trio
 from fgcpay.clock import Clock, SystemClock
 from fgcpay.logs import log_event
 from fgcpay.storage import Database, rate_limits
+from fgcpay.supervision import Supervisor
 
 MAX_BUCKETS = 100_000
 # How long a request may wait for the database's reservation before the limiter gives
@@ -79,8 +80,12 @@ class RateLimiter:
         burst: int,
         db: Database | None = None,
         clock: Clock | None = None,
+        supervisor: Supervisor | None = None,
     ) -> None:
         self.rate = rate
+        # The purge's failed rounds, supervised as `loop rate limit purge` (a limiter
+        # without a database has no purge).
+        self._purges = (supervisor or Supervisor()).loop("rate limit purge")
         self.burst = burst
         self.batch = max(1, burst // 10)
         self._db = db
@@ -190,16 +195,18 @@ class RateLimiter:
         if self._db is None:
             return
         full_us = int((self.burst / self.rate + 60) * 1_000_000)
+        wait = PURGE_SECONDS
         while True:
-            await trio.sleep(PURGE_SECONDS)
+            await trio.sleep(wait)
             try:
                 older_than = self._clock.now_us() - full_us
                 while await self._db.write(rate_limits.purge_full, older_than, PURGE_BATCH):
                     pass
-            except Exception as error:
-                log_event(
-                    "rate limit purge failed", logging.WARNING, error_type=type(error).__name__
-                )
+            except Exception as error:  # trio.Cancelled is no Exception: it passes
+                wait = min(self._purges.failed(error), PURGE_SECONDS)
+                continue
+            self._purges.succeeded()
+            wait = PURGE_SECONDS
 
     # -- per process: without the database, and while it fails ----------------------------
 
