@@ -16,7 +16,6 @@ Other routes store their answer as is (no cost on the checkout-session path).
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Awaitable, Callable
 from functools import wraps
@@ -25,15 +24,14 @@ from typing import Any, ParamSpec, TypeVar
 import attrs
 import trio
 from fgcpay.domain import errors
-from fgcpay.domain.fields import canonical_json
 from fgcpay.domain.idempotency import (
     Completion,
     IdempotencyLost,
     Scope,
     StoredResponse,
     key_problem,
-    request_hash,
 )
+from fgcpay.domain.idempotency import fingerprint as request_fingerprint
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.storage import idempotency as idempotency_rows
 from quart import Request, Response, g, request
@@ -69,14 +67,6 @@ def pending() -> Pending | None:
     """The current request's claim, for handlers that store their answer with their write."""
     found: Pending | None = getattr(g, "idempotency", None)
     return found
-
-
-def _fingerprint(raw: bytes) -> str:
-    try:
-        parsed = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return request_hash(b"raw:" + raw)
-    return request_hash(canonical_json(parsed).encode("utf-8"))
 
 
 def _replay(stored: StoredResponse, box: SecretBox) -> Response:
@@ -130,7 +120,7 @@ def _idempotent(
         service = current_service()
         raw = await received()
         scope = Scope(principal().merchant.id, asked.method, asked.path, key)
-        fingerprint = _fingerprint(raw)
+        fingerprint = request_fingerprint(raw)
         owner = secrets.token_hex(12)
         claim = await service.db.write(
             idempotency_rows.claim, scope, fingerprint, owner, service.clock.now_us()
