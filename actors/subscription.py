@@ -68,6 +68,13 @@ class Reload:
 
 # Outcomes of Approve beyond the checkout's (the same codes, PIN rules and messages).
 APPROVED = "approved"
+# The first period would end after the time range (a test clock near 9999-12-31T23:59:59Z).
+OUT_OF_TIME = "out_of_time"
+_OWN_MESSAGES = {
+    OUT_OF_TIME: "This subscription cannot start at its test clock's time: its first period"
+    " would end after 9999-12-31T23:59:59Z, the last time the service keeps. Nothing was"
+    " charged.",
+}
 
 
 @attrs.frozen
@@ -79,7 +86,7 @@ class ApproveResult:
 
     @property
     def message(self) -> str:
-        return MESSAGES.get(self.outcome, "")
+        return _OWN_MESSAGES.get(self.outcome) or MESSAGES.get(self.outcome, "")
 
 
 Listener = Callable[[Subscription], None]
@@ -309,6 +316,9 @@ class SubscriptionActor:
         now = await self._now(sub)
         if now is None or not periods.approvable(sub, now):
             return ApproveResult(ALREADY_FINAL, sub)
+        if not periods.first_period_fits(sub, now):
+            # Refused before the PIN is compared: nothing reserved, nothing to settle.
+            return ApproveResult(OUT_OF_TIME, sub)
         # The same reservation, comparison and lockout per code as a session's confirm.
         authorized = await authorize(
             self.db, self.clock, self.secret_key, sub.merchant_id, request.customer_code,
