@@ -189,21 +189,35 @@ class SubscriptionActor:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def _event(
-        self, sub: Subscription, event_type: str, attempt: Transaction | None = None
-    ) -> Event:
-        # Stamped with the service's time, even on a test clock: an event's time is when
-        # its deliveries are due, and a clock's time may be years ahead of the real one.
-        return new_event(
-            ids.event_id(),
-            sub.merchant_id,
-            event_type,
-            sub.id,
-            sub.version,
-            subscriptions.to_json(sub, self.public_url),
-            self.clock.now_us(),
-            _transaction_of(event_type, attempt),
-        )
+    def _events(
+        self,
+        before: Subscription,
+        after: Subscription,
+        event_types: Sequence[str],
+        attempt: Transaction | None = None,
+    ) -> list[Event]:
+        """The events of the step from `before` to `after` (`periods.sequenced` for their
+        number), each with its own sequence, in order. Stamped with the service's time, even
+        on a test clock: an event's time is when its deliveries are due, and a clock's time
+        may be years ahead of the real one. One microsecond apart, so that the first is due
+        first: the outbox sends each endpoint's deliveries oldest due first."""
+        now = self.clock.now_us()
+        wire = subscriptions.to_json(after, self.public_url)
+        return [
+            new_event(
+                ids.event_id(),
+                after.merchant_id,
+                event_type,
+                after.id,
+                sequence,
+                wire,
+                now + offset,
+                _transaction_of(event_type, attempt),
+            )
+            for offset, (event_type, sequence) in enumerate(
+                zip(event_types, periods.sequences(before, after), strict=True)
+            )
+        ]
 
     def _charge(self, before: Subscription, code: str, now: int) -> Transaction:
         return periods.next_charge(
@@ -215,6 +229,7 @@ class SubscriptionActor:
     ) -> Subscription | None:
         """Write `step` with its events (and its charge where money moves); the record as
         stored after it, or storage's word when the row moved on first."""
+        step = periods.sequenced(step, len(event_types))
         after = step.subscription
         # The charge of the period due (`before.charge_count`): the ledger row when the step
         # pays; shown declined by `subscription.payment_failed` when it does not. Only the
@@ -222,7 +237,7 @@ class SubscriptionActor:
         attempt = None
         if after.customer_code is not None:  # approved: set by the approval
             attempt = self._charge(before, after.customer_code, now)
-        events = [self._event(after, event_type, attempt) for event_type in event_types]
+        events = self._events(before, after, event_types, attempt)
         if step.transition in _CHARGING_WRITES:
             assert attempt is not None  # charging steps follow the approval, which sets the code
             written = await self.db.write(
@@ -329,13 +344,14 @@ class SubscriptionActor:
         return await self._activate(sub, authorized.scope, authorized.code, now)
 
     async def _activate(self, sub: Subscription, scope: str, code: str, now: int) -> ApproveResult:
-        step = periods.approve(sub, customer_code=code, now_us=now)
+        # Two events of one change, each with its own sequence: activated, then charged.
+        event_types = ("subscription.activated", "subscription.charged")
+        step = periods.sequenced(
+            periods.approve(sub, customer_code=code, now_us=now), len(event_types)
+        )
         after = step.subscription
         charge = self._charge(sub, code, now)
-        events = [
-            self._event(after, "subscription.activated"),
-            self._event(after, "subscription.charged", charge),
-        ]
+        events = self._events(sub, after, event_types, charge)
         if await self.db.write(
             subscription_rows.settle_and_approve,
             scope,

@@ -212,6 +212,24 @@ class Step:
     subscription: Subscription
 
 
+def sequenced(step: Step, events: int) -> Step:
+    """`step` as written with `events` events (contract, "Webhooks": two events of one
+    resource never share a sequence). Each event counts as a change of its own: the version,
+    which is the events' `sequence`, moves on by one per event, so the events of one step
+    carry `sequences(before, after)` in the order they are sent (an approval's
+    `subscription.activated` below its first `subscription.charged`)."""
+    extra = max(events, 1) - 1
+    if not extra:
+        return step
+    after = step.subscription
+    return attrs.evolve(step, subscription=attrs.evolve(after, version=after.version + extra))
+
+
+def sequences(before: Subscription, after: Subscription) -> range:
+    """The sequences of the events of the step from `before` to `after`, in order."""
+    return range(before.version + 1, after.version + 1)
+
+
 def _step(sub: Subscription, transition: str, now_us: int, **changes: Any) -> Step:
     STATES.check(transition, sub.status)
     after = attrs.evolve(sub, version=sub.version + 1, updated_at=now_us, **changes)
