@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from fgcpay.clock import Clock
-from fgcpay.domain import customers, errors, ids, periods, subscriptions, transactions
+from fgcpay.domain import customers, errors, ids, limits, periods, subscriptions, transactions
 from fgcpay.domain import test_clocks as clock_rules
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.subscriptions import Subscription, SubscriptionRequest
@@ -17,6 +17,7 @@ from fgcpay.domain.transactions import Transaction, TransactionWire
 from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.storage import Database
 from fgcpay.storage import customers as customer_rows
+from fgcpay.storage import limits as limit_counts
 from fgcpay.storage import subscriptions as subscription_rows
 from fgcpay.storage import test_clocks as clock_rows
 from fgcpay.storage.owned import OwnedRows
@@ -382,8 +383,9 @@ class Subscriptions:
 
     async def creation_time(self, merchant_id: str, test_clock_id: str | None) -> int:
         """The time a subscription is created at: its test clock's frozen time, else the
-        service's. 400 on `test_clock` when the merchant has no such clock, 409
-        `test_clock_advancing` while it advances."""
+        service's. 400 on `test_clock` when the merchant has no such clock or it holds
+        `limits.MAX_SUBSCRIPTIONS_PER_TEST_CLOCK`, 409 `test_clock_advancing` while it
+        advances."""
         if test_clock_id is None:
             return self.clock.now_us()
         found = None
@@ -397,6 +399,17 @@ class Subscriptions:
             raise errors.TestClockAdvancing(
                 "The test clock is still advancing; try again once it is ready.",
                 {"id": found.id},
+            )
+        most = limits.MAX_SUBSCRIPTIONS_PER_TEST_CLOCK
+        if await self.db.read(limit_counts.subscriptions_on_clock, found.id) >= most:
+            raise errors.ValidationFailed(
+                [
+                    errors.FieldError(
+                        "test_clock",
+                        f"This test clock has {most} subscriptions, the most one may have:"
+                        " use another clock.",
+                    )
+                ]
             )
         return found.frozen_time
 
