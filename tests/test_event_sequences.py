@@ -10,11 +10,13 @@ from typing import Any
 
 import trio
 from fgcpay.storage import webhooks as webhook_rows
+from fgcpay.storage.webhooks import DeliveryJob
+from fgcpay.webhooks._slots import Slots
 from helpers import Server, add_endpoint, create_subscription
 from hosted import Customer
 from receiver import start_receiver
 
-APPROVALS = 4
+APPROVALS = 8
 
 
 async def test_an_approval_sends_activated_then_charged_with_their_own_sequences(
@@ -40,9 +42,12 @@ async def test_an_approval_sends_activated_then_charged_with_their_own_sequences
         arrived.setdefault(event["data"]["object"]["id"], []).append(event)
     assert sorted(arrived) == sorted(made)
     for sub_id, events in arrived.items():
-        by_type = {e["type"]: e for e in events}
-        assert sorted(by_type) == ["subscription.activated", "subscription.charged"], sub_id
-        activated, charged = by_type["subscription.activated"], by_type["subscription.charged"]
+        # Delivered in the order they happened (a charge first was the defect).
+        assert [e["type"] for e in events] == [
+            "subscription.activated",
+            "subscription.charged",
+        ], sub_id
+        activated, charged = events
         # Each with its own sequence, the first caused the lower.
         assert (activated["sequence"], charged["sequence"]) == (2, 3), sub_id
         # The API's event log agrees.
@@ -61,3 +66,25 @@ async def test_an_approval_sends_activated_then_charged_with_their_own_sequences
         ]
         assert stored[0] is not None and stored[1] is not None
         assert stored[0].created_at < stored[1].created_at, sub_id
+
+
+def _job(delivery_id: str, resource_id: str) -> DeliveryJob:
+    return DeliveryJob(
+        delivery_id=delivery_id, attempts=0, event_id="evt_" + delivery_id, body="{}",
+        url="https://hooks.example/", secret_sealed="", previous_secret_sealed=None,
+        previous_secret_expires_at=None, endpoint_id="we_1", merchant_id="mer_1",
+        resource_id=resource_id,
+    )  # fmt: skip
+
+
+def test_one_resources_deliveries_go_to_an_endpoint_one_at_a_time() -> None:
+    slots = Slots(senders=8, per_endpoint=4, per_merchant=8)
+    activated, charged, other = _job("d1", "sub_a"), _job("d2", "sub_a"), _job("d3", "sub_b")
+    limits = slots.limits()
+    slots.add([activated, charged, other], 10**12, limits, 10, False)
+    started, dropped = slots.ready(0)
+    # The charge waits for the activation's answer; another resource's passes it.
+    assert (started, dropped) == ([activated, other], [])
+    assert slots.ready(0) == ([], [])
+    slots.answered(activated)
+    assert slots.ready(0) == ([charged], [])
