@@ -341,6 +341,18 @@ def settle_and_approve(
     """A right PIN's attempt settled and the subscription approved (`approve`) in one
     transaction, as a session's `settle_and_pay`: one durable commit fewer between the
     customer's confirm and the answer. The attempt is settled even when the subscription
-    moved on meanwhile."""
+    moved on meanwhile.
+
+    On a test clock the approval is written only while the clock still reads the time it
+    was made at (`after.approved_at`): an advance begun meanwhile counted its bounds
+    without this subscription, and would otherwise run its periods from the old time
+    unbounded. False then, as for a row that moved on (the customer approves again, at the
+    clock's new time)."""
     customers.settle_attempt(tx, scope, code, now_us, True)
+    if after.test_clock_id is not None and not tx.fetchval(
+        "SELECT 1 FROM test_clocks WHERE id = ? AND frozen_time = ?",
+        after.test_clock_id,
+        after.approved_at,
+    ):
+        return False
     return approve(tx, before, after, charge, events)

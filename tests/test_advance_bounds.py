@@ -11,16 +11,19 @@ from typing import Any
 
 import attrs
 import pytest
+import trio
 from fgcpay.domain import advance_bounds, periods
 from fgcpay.domain import subscriptions as subs
 from fgcpay.domain.advance_bounds import Billable, charges_by
 from fgcpay.domain.periods import DAY_US, End
 from fgcpay.domain.test_clocks import parse_date_time
 from fgcpay.domain.times import MAX_TIME_US, iso_ms
+from fgcpay.storage import subscriptions as subscription_rows
 from helpers import (
     MerchantClient,
     Server,
     add_approved_subscriptions,
+    charges_of,
     create_subscription,
     create_test_clock,
     stored,
@@ -193,3 +196,38 @@ def test_a_year_of_periods_is_counted_in_constant_time(interval: str) -> None:
     billable = Billable(approved(interval, ANCHOR_US), True)
     for until in itertools.islice(range(ANCHOR_US, MAX_TIME_US, 97 * DAY_US + 13), 40):
         assert charges_by(billable, until) == simulate(billable, until)
+
+
+async def test_an_approval_raced_by_an_advance_is_not_billed_from_the_old_time(
+    server: Server, nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The approval reads the clock's time, checks the PIN, then writes; an advance begun in
+    between counted its bounds without it. Written at the old time, its periods up to the
+    new one would run unbounded: it is refused instead, and approved again at the new time."""
+    merchant = await server.merchant()
+    clock = await create_test_clock(merchant, ANCHOR)
+    sub = await create_subscription(merchant, interval="daily", test_clock=clock["id"])
+    real_write = server.db.write
+    advanced = trio.Event()
+
+    async def advance_first(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if fn is subscription_rows.settle_and_approve and not advanced.is_set():
+            far = iso_ms(ANCHOR_US + 5000 * DAY_US)
+            response = await merchant.post(
+                f"/test_clocks/{clock['id']}/advance", json={"frozen_time": far}
+            )
+            assert response.status_code == 200, response.text  # nothing billable yet
+            advanced.set()
+        return await real_write(fn, *args, **kwargs)
+
+    monkeypatch.setattr(server.db, "write", advance_first)
+    service = server.running.service
+    first = await service.subscriptions.approve(sub["id"], "TEST-0001", "1234")
+    assert advanced.is_set()
+    assert first.outcome != "approved"
+    await wait_ready(merchant, clock["id"])
+    assert await charges_of(server.db, sub["id"]) == []
+    again = await service.subscriptions.approve(sub["id"], "TEST-0001", "1234")
+    assert again.outcome == "approved"
+    got = (await merchant.get(f"/subscriptions/{sub['id']}")).json()
+    assert (got["approved_at"], got["charge_count"]) == (iso_ms(ANCHOR_US + 5000 * DAY_US), 1)
