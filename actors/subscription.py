@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from fgcpay.clock import Clock
-from fgcpay.domain import customers, errors, ids, periods, subscriptions, transactions
+from fgcpay.domain import customers, errors, ids, limits, periods, subscriptions, transactions
 from fgcpay.domain import test_clocks as clock_rules
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.subscriptions import Subscription, SubscriptionRequest
@@ -17,6 +17,7 @@ from fgcpay.domain.transactions import Transaction, TransactionWire
 from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.storage import Database
 from fgcpay.storage import customers as customer_rows
+from fgcpay.storage import limits as limit_counts
 from fgcpay.storage import subscriptions as subscription_rows
 from fgcpay.storage import test_clocks as clock_rows
 from fgcpay.storage.owned import OwnedRows
@@ -68,6 +69,13 @@ class Reload:
 
 # Outcomes of Approve beyond the checkout's (the same codes, PIN rules and messages).
 APPROVED = "approved"
+# The first period would end after the time range (a test clock near 9999-12-31T23:59:59Z).
+OUT_OF_TIME = "out_of_time"
+_OWN_MESSAGES = {
+    OUT_OF_TIME: "This subscription cannot start at its test clock's time: its first period"
+    " would end after 9999-12-31T23:59:59Z, the last time the service keeps. Nothing was"
+    " charged.",
+}
 
 
 @attrs.frozen
@@ -79,7 +87,7 @@ class ApproveResult:
 
     @property
     def message(self) -> str:
-        return MESSAGES.get(self.outcome, "")
+        return _OWN_MESSAGES.get(self.outcome) or MESSAGES.get(self.outcome, "")
 
 
 Listener = Callable[[Subscription], None]
@@ -182,21 +190,35 @@ class SubscriptionActor:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def _event(
-        self, sub: Subscription, event_type: str, attempt: Transaction | None = None
-    ) -> Event:
-        # Stamped with the service's time, even on a test clock: an event's time is when
-        # its deliveries are due, and a clock's time may be years ahead of the real one.
-        return new_event(
-            ids.event_id(),
-            sub.merchant_id,
-            event_type,
-            sub.id,
-            sub.version,
-            subscriptions.to_json(sub, self.public_url),
-            self.clock.now_us(),
-            _transaction_of(event_type, attempt),
-        )
+    def _events(
+        self,
+        before: Subscription,
+        after: Subscription,
+        event_types: Sequence[str],
+        attempt: Transaction | None = None,
+    ) -> list[Event]:
+        """The events of the step from `before` to `after` (`periods.sequenced` for their
+        number), each with its own sequence, in order. Stamped with the service's time, even
+        on a test clock: an event's time is when its deliveries are due, and a clock's time
+        may be years ahead of the real one. One microsecond apart, so that the first is due
+        first: the outbox sends each endpoint's deliveries oldest due first."""
+        now = self.clock.now_us()
+        wire = subscriptions.to_json(after, self.public_url)
+        return [
+            new_event(
+                ids.event_id(),
+                after.merchant_id,
+                event_type,
+                after.id,
+                sequence,
+                wire,
+                now + offset,
+                _transaction_of(event_type, attempt),
+            )
+            for offset, (event_type, sequence) in enumerate(
+                zip(event_types, periods.sequences(before, after), strict=True)
+            )
+        ]
 
     def _charge(self, before: Subscription, code: str, now: int) -> Transaction:
         return periods.next_charge(
@@ -208,6 +230,7 @@ class SubscriptionActor:
     ) -> Subscription | None:
         """Write `step` with its events (and its charge where money moves); the record as
         stored after it, or storage's word when the row moved on first."""
+        step = periods.sequenced(step, len(event_types))
         after = step.subscription
         # The charge of the period due (`before.charge_count`): the ledger row when the step
         # pays; shown declined by `subscription.payment_failed` when it does not. Only the
@@ -215,7 +238,7 @@ class SubscriptionActor:
         attempt = None
         if after.customer_code is not None:  # approved: set by the approval
             attempt = self._charge(before, after.customer_code, now)
-        events = [self._event(after, event_type, attempt) for event_type in event_types]
+        events = self._events(before, after, event_types, attempt)
         if step.transition in _CHARGING_WRITES:
             assert attempt is not None  # charging steps follow the approval, which sets the code
             written = await self.db.write(
@@ -309,6 +332,9 @@ class SubscriptionActor:
         now = await self._now(sub)
         if now is None or not periods.approvable(sub, now):
             return ApproveResult(ALREADY_FINAL, sub)
+        if not periods.first_period_fits(sub, now):
+            # Refused before the PIN is compared: nothing reserved, nothing to settle.
+            return ApproveResult(OUT_OF_TIME, sub)
         # The same reservation, comparison and lockout per code as a session's confirm.
         # Its slot is released on any exit that did not settle it (a crash included).
         async with authorize(
@@ -320,13 +346,14 @@ class SubscriptionActor:
             return await self._activate(sub, authorized, now)
 
     async def _activate(self, sub: Subscription, authorized: Authorized, now: int) -> ApproveResult:
-        step = periods.approve(sub, customer_code=authorized.code, now_us=now)
+        # Two events of one change, each with its own sequence: activated, then charged.
+        event_types = ("subscription.activated", "subscription.charged")
+        step = periods.sequenced(
+            periods.approve(sub, customer_code=authorized.code, now_us=now), len(event_types)
+        )
         after = step.subscription
         charge = self._charge(sub, authorized.code, now)
-        events = [
-            self._event(after, "subscription.activated"),
-            self._event(after, "subscription.charged", charge),
-        ]
+        events = self._events(sub, after, event_types, charge)
         if await authorized.settle(
             self.db,
             subscription_rows.settle_and_approve,
@@ -358,8 +385,9 @@ class Subscriptions:
 
     async def creation_time(self, merchant_id: str, test_clock_id: str | None) -> int:
         """The time a subscription is created at: its test clock's frozen time, else the
-        service's. 400 on `test_clock` when the merchant has no such clock, 409
-        `test_clock_advancing` while it advances."""
+        service's. 400 on `test_clock` when the merchant has no such clock or it holds
+        `limits.MAX_SUBSCRIPTIONS_PER_TEST_CLOCK`, 409 `test_clock_advancing` while it
+        advances."""
         if test_clock_id is None:
             return self.clock.now_us()
         found = None
@@ -373,6 +401,17 @@ class Subscriptions:
             raise errors.TestClockAdvancing(
                 "The test clock is still advancing; try again once it is ready.",
                 {"id": found.id},
+            )
+        most = limits.MAX_SUBSCRIPTIONS_PER_TEST_CLOCK
+        if await self.db.read(limit_counts.subscriptions_on_clock, found.id) >= most:
+            raise errors.ValidationFailed(
+                [
+                    errors.FieldError(
+                        "test_clock",
+                        f"This test clock has {most} subscriptions, the most one may have:"
+                        " use another clock.",
+                    )
+                ]
             )
         return found.frozen_time
 

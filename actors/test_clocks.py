@@ -13,10 +13,12 @@ from collections.abc import Awaitable, Callable
 import attrs
 import trio
 from fgcpay.clock import Clock
-from fgcpay.domain import errors, ids
+from fgcpay.domain import advance_bounds, errors, ids, limits
 from fgcpay.domain import test_clocks as clock_rules
+from fgcpay.domain.advance_bounds import TooFar
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.test_clocks import TestClock, TestClockRequest
+from fgcpay.domain.times import iso_ms
 from fgcpay.storage import Database
 from fgcpay.storage import subscriptions as subscription_rows
 from fgcpay.storage import test_clocks as clock_rows
@@ -62,8 +64,15 @@ class TestClocks:
         )
 
     async def create(self, test_clock: TestClock, completion: Completion | None) -> None:
-        """Store a new clock (and its idempotent answer) in one transaction."""
-        await self.db.write(clock_rows.insert, test_clock, completion)
+        """Store a new clock (and its idempotent answer) in one transaction; 409
+        `test_clock_limit_reached` when the merchant has as many as one may."""
+        most = limits.MAX_TEST_CLOCKS_PER_MERCHANT
+        if not await self.db.write(clock_rows.insert_within, test_clock, completion, most):
+            raise errors.TestClockLimitReached(
+                f"You have {most} test clocks, the most one merchant may have: delete one"
+                " you no longer need (its subscriptions go with it), then try again.",
+                {"limit": most},
+            )
 
     async def get(self, merchant_id: str, clock_id: str) -> TestClock:
         """The merchant's clock; 404 for an unknown id or another merchant's."""
@@ -104,7 +113,8 @@ class TestClocks:
     async def advance(self, merchant_id: str, clock_id: str, frozen_time: int) -> TestClock:
         """Move the clock forward to `frozen_time` and run, in the background, everything
         due on it up to then; the clock as written (`advancing`). 404 for an unknown clock,
-        400 unless later than its time, 409 `test_clock_advancing` while an advance runs."""
+        400 unless later than its time, 400 `test_clock_advance_too_far` past the bounds of
+        one advance (nothing changes), 409 `test_clock_advancing` while an advance runs."""
         current = await self.get(merchant_id, clock_id)
         while True:
             if current.status == clock_rules.ADVANCING:
@@ -114,8 +124,16 @@ class TestClocks:
                 )
             clock_rules.check_advance(current, frozen_time)
             started = await self.db.write(
-                clock_rows.begin_advance, current, frozen_time, self.clock.now_us()
+                clock_rows.begin_bounded_advance, current, frozen_time, self.clock.now_us()
             )
+            if isinstance(started, TooFar):
+                raise errors.TestClockAdvanceTooFar(
+                    "One advance may bill at most "
+                    f"{advance_bounds.MAX_PERIODS_PER_SUBSCRIPTION:,} periods of a subscription"
+                    f" and {advance_bounds.MAX_CHARGES_PER_ADVANCE:,} charges in all; advance"
+                    " to max_frozen_time or earlier, then again.",
+                    {"max_frozen_time": iso_ms(started.max_frozen_time)},
+                )
             if started is not None:
                 self._start(started)
                 return started

@@ -122,6 +122,21 @@ class TestClockAdvancing(Conflict):
     code = "test_clock_advancing"
 
 
+class TestClockAdvanceTooFar(ServiceError):
+    """One advance would bill more than its bounds (details: `{"max_frozen_time"}`)."""
+
+    __test__ = False  # an error, not a test class for pytest to collect
+    status = 400
+    code = "test_clock_advance_too_far"
+
+
+class TestClockLimitReached(Conflict):
+    """The merchant has as many test clocks as one may (details: `{"limit"}`)."""
+
+    __test__ = False
+    code = "test_clock_limit_reached"
+
+
 class PayloadTooLarge(ServiceError):
     status = 413
     code = "payload_too_large"

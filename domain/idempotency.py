@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 import attrs
+
+from .fields import canonical_json
+from .json_depth import too_deep
 
 MAX_KEY_LENGTH = 180
 RETENTION_US = 24 * 3600 * 1_000_000
@@ -58,6 +62,19 @@ def key_problem(key: str) -> str | None:
 
 def request_hash(canonical_body: bytes) -> str:
     return hashlib.sha256(canonical_body).hexdigest()
+
+
+def fingerprint(raw: bytes) -> str:
+    """The hash a request body is compared by: of its canonical JSON, so that key order and
+    spacing do not matter; of the raw bytes when it is not JSON, or nests too deep to be
+    parsed without recursing past the limit (the route then answers 400 `invalid_json`)."""
+    if too_deep(raw):
+        return request_hash(b"raw:" + raw)
+    try:
+        parsed = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return request_hash(b"raw:" + raw)
+    return request_hash(canonical_json(parsed).encode("utf-8"))
 
 
 class IdempotencyLost(Exception):

@@ -13,6 +13,7 @@ from .subscriptions import (
     ACTIVE,
     CANCELLED,
     END_DATE_REACHED,
+    END_OF_TIME_RANGE,
     ENDED,
     MAX_TOTAL_REACHED,
     PAST_DUE,
@@ -21,7 +22,7 @@ from .subscriptions import (
     STATES,
     Subscription,
 )
-from .times import MICROS
+from .times import MAX_TIME, MAX_TIME_US, MICROS
 from .transactions import SUBSCRIPTION_CHARGE, Transaction
 
 DAY_US = 86_400 * MICROS
@@ -36,6 +37,10 @@ _MONTH_STEPS = {"monthly": 1, "yearly": 12}
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
+class OutOfTime(ValueError):
+    """A period would start after the time range ends (`times.MAX_TIME_US`)."""
+
+
 def _civil(us: int) -> tuple[date, int]:
     """The UTC date of an instant and its time of day in microseconds."""
     days, time_of_day = divmod(us, DAY_US)
@@ -47,6 +52,8 @@ def _months_after(anchor_us: int, months: int) -> int:
     year, month0 = divmod(anchor.year * 12 + anchor.month - 1 + months, 12)
     # A day the target month lacks (31, or 29 in February) is clamped to its last day;
     # the anchor's own day is used again the month after, never the clamped one.
+    if year > 9999:
+        raise OutOfTime(f"a period would start after {MAX_TIME}")
     day = min(anchor.day, calendar.monthrange(year, month0 + 1)[1])
     return (date(year, month0 + 1, day).toordinal() - _EPOCH_ORDINAL) * DAY_US + time_of_day
 
@@ -59,15 +66,33 @@ def period_start(anchor_us: int, interval: str, n: int) -> int:
     the anchor's day and time of day (UTC), a day past the month's end clamped to its last
     day: monthly from Jan 31 gives Feb 28 (29 in a leap year), Mar 31, Apr 30; yearly from
     Feb 29 gives Feb 28, then Feb 29 in the next leap year. Raises `ValueError` for an
-    unknown interval, a negative `n`, or a start past the year 9999.
+    unknown interval or a negative `n`, and `OutOfTime` for a start after the time range.
     """
     if n < 0:
         raise ValueError(f"period {n} does not exist: periods count from 0")
     if interval in _FIXED_STEPS:
-        return anchor_us + n * _FIXED_STEPS[interval]
-    if interval in _MONTH_STEPS:
-        return _months_after(anchor_us, n * _MONTH_STEPS[interval])
-    raise ValueError(f"unknown interval {interval!r}")
+        start = anchor_us + n * _FIXED_STEPS[interval]
+    elif interval in _MONTH_STEPS:
+        start = _months_after(anchor_us, n * _MONTH_STEPS[interval])
+    else:
+        raise ValueError(f"unknown interval {interval!r}")
+    if start > MAX_TIME_US:
+        raise OutOfTime(f"a period would start after {MAX_TIME}")
+    return start
+
+
+def period_start_or_none(anchor_us: int, interval: str, n: int) -> int | None:
+    """`period_start`, or None when the period would start after the time range."""
+    try:
+        return period_start(anchor_us, interval, n)
+    except OutOfTime:
+        return None
+
+
+def period_fits(anchor_us: int, interval: str, n: int) -> bool:
+    """Whether period `n` ends within the time range: only such a period is ever charged
+    (its `current_period_end` must be a time the API can write)."""
+    return period_start_or_none(anchor_us, interval, n + 1) is not None
 
 
 def period_end(anchor_us: int, interval: str, n: int) -> int:
@@ -92,7 +117,9 @@ def period_at(anchor_us: int, interval: str, instant_us: int) -> int:
     n = max(months // _MONTH_STEPS[interval], 0)
     while n > 0 and period_start(anchor_us, interval, n) > instant_us:
         n -= 1
-    while period_start(anchor_us, interval, n + 1) <= instant_us:
+    while (following := period_start_or_none(anchor_us, interval, n + 1)) is not None:
+        if following > instant_us:
+            break
         n += 1
     return n
 
@@ -133,8 +160,10 @@ def due_action(sub: Subscription) -> Action | None:
 
     The next period to charge is number `charge_count` (the approval charged period 0).
     Ending wins a tie: an `end_date` at or before the charge's due time ends the
-    subscription at `end_date`, uncharged; a charge that would take `charged_total_minor`
-    past `max_total_minor` ends it at the charge's due time instead.
+    subscription at `end_date`, uncharged; a period that would end after the time range
+    (9999-12-31T23:59:59Z) is never charged: the subscription ends when it would have
+    started (`end_of_time_range`); a charge that would take `charged_total_minor` past
+    `max_total_minor` ends it at the charge's due time instead.
     """
     if sub.status == PAUSED and sub.end_date is not None:
         return End(END_DATE_REACHED, sub.end_date)
@@ -150,6 +179,8 @@ def due_action(sub: Subscription) -> Action | None:
     charge_at = start + (RETRY_DELAYS_US[attempt - 1] if attempt else 0)
     if sub.end_date is not None and sub.end_date <= charge_at:
         return End(END_DATE_REACHED, sub.end_date)
+    if not attempt and not period_fits(sub.approved_at, sub.interval, period):
+        return End(END_OF_TIME_RANGE, charge_at)
     if sub.max_total_minor is not None:
         if sub.charged_total_minor + sub.amount_minor > sub.max_total_minor:
             return End(MAX_TOTAL_REACHED, charge_at)
@@ -181,6 +212,24 @@ class Step:
     subscription: Subscription
 
 
+def sequenced(step: Step, events: int) -> Step:
+    """`step` as written with `events` events (contract, "Webhooks": two events of one
+    resource never share a sequence). Each event counts as a change of its own: the version,
+    which is the events' `sequence`, moves on by one per event, so the events of one step
+    carry `sequences(before, after)` in the order they are sent (an approval's
+    `subscription.activated` below its first `subscription.charged`)."""
+    extra = max(events, 1) - 1
+    if not extra:
+        return step
+    after = step.subscription
+    return attrs.evolve(step, subscription=attrs.evolve(after, version=after.version + extra))
+
+
+def sequences(before: Subscription, after: Subscription) -> range:
+    """The sequences of the events of the step from `before` to `after`, in order."""
+    return range(before.version + 1, after.version + 1)
+
+
 def _step(sub: Subscription, transition: str, now_us: int, **changes: Any) -> Step:
     STATES.check(transition, sub.status)
     after = attrs.evolve(sub, version=sub.version + 1, updated_at=now_us, **changes)
@@ -194,14 +243,23 @@ def approvable(sub: Subscription, now_us: int) -> bool:
     return sub.status == PAUSED and (sub.end_date is None or now_us < sub.end_date)
 
 
+def first_period_fits(sub: Subscription, now_us: int) -> bool:
+    """Whether an approval at `now_us` has a first period that ends within the time range
+    (on a test clock near 9999-12-31 it may not: such an approval is refused)."""
+    return period_fits(now_us, sub.interval, 0)
+
+
 def approve(sub: Subscription, *, customer_code: str, now_us: int) -> Step:
     """The customer approved at `now_us`, the anchor: period 0 is charged with it.
 
-    Raises `TransitionRefused` unless `paused`, `ValueError` when `end_date` has passed.
+    Raises `TransitionRefused` unless `paused`, `ValueError` when `end_date` has passed,
+    `OutOfTime` when the first period would end after the time range.
     """
     STATES.check("approve", sub.status)
     if not approvable(sub, now_us):
         raise ValueError("the subscription's end_date has passed")
+    if not first_period_fits(sub, now_us):
+        raise OutOfTime(f"the first period would end after {MAX_TIME}")
     return _step(
         sub,
         "approve",

@@ -78,7 +78,10 @@ INTERVALS = ("daily", "weekly", "monthly", "yearly")
 END_DATE_REACHED = "end_date_reached"
 MAX_TOTAL_REACHED = "max_total_reached"
 PAYMENT_FAILED = "payment_failed"
-ENDED_REASONS = (END_DATE_REACHED, MAX_TOTAL_REACHED, PAYMENT_FAILED)
+# The next period would end after 9999-12-31T23:59:59Z, the end of the time range (only
+# on a test clock): it is never charged, and the subscription ends when it would start.
+END_OF_TIME_RANGE = "end_of_time_range"
+ENDED_REASONS = (END_DATE_REACHED, MAX_TOTAL_REACHED, PAYMENT_FAILED, END_OF_TIME_RANGE)
 
 
 @attrs.frozen
@@ -378,8 +381,9 @@ class SubscriptionWire(TypedDict):
             "first interval charged) -> `past_due` (a renewal declined, retried 1 and 3 "
             "days after its due time) -> `active` again or `ended`; `cancelled` by the "
             "cancel operation from `paused`, `active` or `past_due`; `ended` when "
-            "end_date passes, the next charge would pass max_total_amount_fgc, or the "
-            "retries are declined. `cancelled` and `ended` are final.",
+            "end_date passes, the next charge would pass max_total_amount_fgc, the "
+            "retries are declined, or (on a test clock) the next period would end after "
+            "9999-12-31T23:59:59Z. `cancelled` and `ended` are final.",
         ),
     ]
     interval: Annotated[str, one_of(INTERVALS)]

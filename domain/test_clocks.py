@@ -14,7 +14,7 @@ from typing_extensions import TypedDict
 from .errors import FieldError, ValidationFailed
 from .fields import MAX_REFERENCE, Rule, Text, fail, one_of, validate
 from .lists import DEFAULT_LIMIT, Cursor, Limit, OneOf
-from .times import iso_ms
+from .times import MAX_TIME, MAX_TIME_US, MIN_TIME_US, iso_ms
 
 READY = "ready"
 ADVANCING = "advancing"  # running everything due up to the new frozen_time
@@ -52,9 +52,7 @@ DATE_TIME_PATTERN = (
     "([Zz]|[+-][0-9]{2}:[0-9]{2})$"
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-MIN_TIME_US = 0  # 1970-01-01T00:00:00Z
 _MICROSECOND = timedelta(microseconds=1)
-MAX_TIME_US = (datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC) - _EPOCH) // _MICROSECOND
 EXAMPLE = "2026-11-24T14:00:00Z"
 
 
@@ -62,7 +60,8 @@ def parse_date_time(value: object) -> int:
     """`"2026-11-24T15:00:00.5+01:00"` -> microseconds since the epoch (UTC).
 
     Strict RFC 3339: a date, `T`, a time with seconds and at most six decimals, and a
-    time zone (`Z` or `+hh:mm`/`-hh:mm`); from 1970-01-01T00:00:00Z to the end of 9999.
+    time zone (`Z` or `+hh:mm`/`-hh:mm`); from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z
+    (the time range of `times`; a fraction of a second past its last second is after it).
     Raises `ValueError` with a merchant's wording for anything else.
     """
     if not isinstance(value, str):
@@ -100,7 +99,7 @@ def parse_date_time(value: object) -> int:
     # Aware subtraction never converts to UTC, so 9999-12-31T23:00:00-05:00 cannot overflow.
     us = (moment - _EPOCH) // _MICROSECOND
     if not MIN_TIME_US <= us <= MAX_TIME_US:
-        raise ValueError("must be from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z")
+        raise ValueError(f"must be from 1970-01-01T00:00:00Z to {MAX_TIME}")
     return us
 
 

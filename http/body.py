@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from fgcpay.domain import errors
+from fgcpay.domain.json_depth import MAX_JSON_DEPTH, too_deep
 from quart import g, request
 
 MAX_BODY_BYTES = 64 * 1024
@@ -97,7 +98,8 @@ async def json_object(*, allow_empty: bool = False) -> dict[str, Any]:
     Raises 415 for a body that is not application/json, 400 `invalid_json` for malformed
     JSON (including NaN, Infinity, numbers that overflow to infinity, integers beyond
     Python's digit limit, duplicate keys, and strings with lone surrogate escapes such as
-    `"\\ud800"`, anywhere in the document) or a top level that is not an object. This is
+    `"\\ud800"`, anywhere in the document), nesting deeper than `MAX_JSON_DEPTH` (checked
+    on the text, before the parser recurses) or a top level that is not an object. This is
     the one place bodies are parsed, so no route ever sees such a value. With
     `allow_empty`, an absent body reads as `{}`.
     """
@@ -107,6 +109,12 @@ async def json_object(*, allow_empty: bool = False) -> dict[str, Any]:
     if not is_json_content_type(request.headers.get("Content-Type")):
         raise errors.UnsupportedMediaType(
             "Send the request body as JSON with Content-Type: application/json."
+        )
+    if too_deep(data):
+        raise errors.InvalidJson(
+            f"The request body is nested too deep: at most {MAX_JSON_DEPTH} levels of"
+            " objects and arrays.",
+            {"max_depth": MAX_JSON_DEPTH},
         )
     try:
         text = data.decode("utf-8")

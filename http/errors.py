@@ -51,6 +51,8 @@ ERROR_CODES = (
     "idempotency_key_in_use",
     "subscription_not_cancellable",
     "test_clock_advancing",
+    "test_clock_advance_too_far",
+    "test_clock_limit_reached",
     "checkout_session_not_paid",
     "refund_already_reviewed",
     "request_timeout",

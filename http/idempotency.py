@@ -16,7 +16,6 @@ Other routes store their answer as is (no cost on the checkout-session path).
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -26,15 +25,14 @@ from typing import Any, ParamSpec, TypeVar
 import attrs
 import trio
 from fgcpay.domain import errors
-from fgcpay.domain.fields import canonical_json
 from fgcpay.domain.idempotency import (
     Completion,
     IdempotencyLost,
     Scope,
     StoredResponse,
     key_problem,
-    request_hash,
 )
+from fgcpay.domain.idempotency import fingerprint as request_fingerprint
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.logs import log_event
 from fgcpay.storage import Database
@@ -73,14 +71,6 @@ def pending() -> Pending | None:
     """The current request's claim, for handlers that store their answer with their write."""
     found: Pending | None = getattr(g, "idempotency", None)
     return found
-
-
-def _fingerprint(raw: bytes) -> str:
-    try:
-        parsed = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return request_hash(b"raw:" + raw)
-    return request_hash(canonical_json(parsed).encode("utf-8"))
 
 
 def _replay(stored: StoredResponse, box: SecretBox) -> Response:
@@ -134,7 +124,7 @@ def _idempotent(
         service = current_service()
         raw = await received()
         scope = Scope(principal().merchant.id, asked.method, asked.path, key)
-        fingerprint = _fingerprint(raw)
+        fingerprint = request_fingerprint(raw)
         owner = secrets.token_hex(12)
         # Shielded: a claim under way commits whether or not its caller waits, and a claim
         # nobody knows of would hold the key for LOCK_US (409 `idempotency_key_in_use`).

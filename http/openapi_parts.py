@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fgcpay.domain import idempotency, ids
+from fgcpay.domain.json_depth import MAX_JSON_DEPTH
 from fgcpay.domain.lists import QUERY_MESSAGE
 
 from .body import MAX_BODY_BYTES
@@ -101,7 +102,11 @@ ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
         "400 `validation_error` (details: list of FieldError, every problem at once; "
         f"for the query string the message is {QUERY_MESSAGE!r}) or `invalid_json` "
         "(malformed JSON, NaN or numbers out of range, duplicate keys, strings that are not "
-        "valid Unicode such as a lone surrogate escape, or a top level that is not an object)",
+        "valid Unicode such as a lone surrogate escape, objects and arrays nested deeper than "
+        f"{MAX_JSON_DEPTH} levels, or a top level that is not an object); "
+        "`test_clock_advance_too_far` (one advance would bill more than 1,000 periods of a "
+        'subscription or 10,000 charges in all; details: `{"max_frozen_time"}`, the '
+        "furthest time an advance may reach now)",
         (),
     ),
     401: (

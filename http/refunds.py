@@ -3,8 +3,9 @@ of its refunds (`/api/v1/test_helpers/refunds/{id}/approve|reject`)."""
 
 from __future__ import annotations
 
-from fgcpay.domain import refunds
+from fgcpay.domain import errors, limits, refunds
 from fgcpay.domain.lists import Page, envelope, parse_list_query
+from fgcpay.storage import limits as limit_counts
 from quart import Blueprint, Response, request
 
 from .body import json_object, no_body
@@ -42,9 +43,33 @@ async def create_refund() -> Response:
     service = current_service()
     merchant_id = principal().merchant.id
     parsed = refunds.parse_create(await json_object())
+    await _check_refund_count(merchant_id, parsed)
     return await created_by(
         lambda answer: service.refunds.create(merchant_id, parsed, answer), refunds.to_json
     )
+
+
+async def _check_refund_count(merchant_id: str, parsed: refunds.RefundRequest) -> None:
+    """400 on the field naming the payment once it has `MAX_REFUNDS_PER_PAYMENT` refunds
+    (of any status). Counted before the refund desk's conditional write: two refunds racing
+    at the bound may both pass it, one over, never more than what was paid."""
+    db = current_service().db
+    most = limits.MAX_REFUNDS_PER_PAYMENT
+    if parsed.transaction_id is not None:
+        field = "transaction_id"
+        count = await db.read(
+            limit_counts.refunds_of_transaction, merchant_id, parsed.transaction_id
+        )
+    else:
+        assert parsed.checkout_session_id is not None  # exactly one: `parse_create`
+        field = "checkout_session_id"
+        count = await db.read(
+            limit_counts.refunds_of_session, merchant_id, parsed.checkout_session_id
+        )
+    if count >= most:
+        raise errors.ValidationFailed(
+            [errors.FieldError(field, f"This payment has {most} refunds, the most one may have.")]
+        )
 
 
 @blueprint.get("/refunds")

@@ -89,7 +89,11 @@ async def get_test_clock(clock_id: str) -> Response:
     summary="Move a test clock forward; what falls due up to its new time runs in order",
     description=(
         "Answers at once with the clock `advancing`; it reads `ready` once every renewal, "
-        "retry and ending due up to `frozen_time` has run. Poll the clock to know."
+        "retry and ending due up to `frozen_time` has run. Poll the clock to know. One "
+        "advance may bill at most 1,000 periods of any one subscription and 10,000 charges "
+        "in all (renewals and retries): beyond either it is 400 "
+        "`test_clock_advance_too_far`, nothing changes, and `details.max_frozen_time` is "
+        "the furthest time an advance may reach now."
     ),
     tag=TAG,
     body=test_clocks.TestClockAdvance,

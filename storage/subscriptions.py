@@ -25,7 +25,8 @@ _COLUMN_OF = {"metadata_json": "metadata"}
 COLUMNS = ", ".join(_COLUMN_OF.get(name, name) for name in _FIELDS)
 
 # What a transition may change, and each column's type; every other field is fixed at
-# creation. The version is not set from the record: each write adds one to it.
+# creation. The version is not set from the record: each write adds one to it (and a step
+# with several events one per event, in a second statement: see `_move_many`).
 _CHANGING: list[Column] = [
     ("status", "text"), ("updated_at", "bigint"), ("approved_at", "bigint"),
     ("customer_code", "text"), ("charge_count", "bigint"), ("charged_total_minor", "bigint"),
@@ -254,6 +255,15 @@ def _move_many(tx: Tx, name: str, calls: Sequence[Call]) -> list[bool]:
         give_way=name in _TIMER_STEPS,
     )
     written = [call for call in calls if call[0].id in moved]
+    # The update moved each version on by one; a step with several events by one per event.
+    for before, after, _, _ in written:
+        if after.version > before.version + 1:
+            tx.execute(
+                "UPDATE subscriptions SET version = ? WHERE id = ? AND version = ?",
+                after.version,
+                before.id,
+                before.version + 1,
+            )
     # Unique per (subscription, period): should a period's charge ever be written a
     # second time, this raises and the whole transaction rolls back.
     transactions.insert_all(tx, [charge for _, _, charge, _ in written if charge is not None])
@@ -281,8 +291,11 @@ def _problems(
     problems = []
     if after.status != transition.target:
         problems.append(f"the new status is {after.status!r}, not {transition.target!r}")
-    if after.version != before.version + 1:
-        problems.append(f"the new version is {after.version}, not {before.version + 1}")
+    # One version per event (`periods.sequenced`): two events of one change never share a
+    # sequence, and the first has the lower one.
+    expected_version = before.version + max(len(events), 1)
+    if after.version != expected_version:
+        problems.append(f"the new version is {after.version}, not {expected_version}")
     if any(getattr(after, field) != getattr(before, field) for field in _FIXED):
         problems.append("a field fixed at creation changed")
     if transition.target in STATES.final and after.next_action_at is not None:
@@ -302,10 +315,15 @@ def _problems(
                  charge.checkout_session_id)  # fmt: skip
         if found != expected:
             problems.append(f"the charge is {found}, expected {expected}")
-    of_this_change = (before.merchant_id, before.id, after.version)
-    for event in events:
-        if (event.merchant_id, event.resource_id, event.sequence) != of_this_change:
-            problems.append(f"event {event.id} is not of this change")
+    # (A count that disagrees is the version problem above; zip stops at the shorter.)
+    sequences = range(before.version + 1, after.version + 1)
+    for event, sequence in zip(events, sequences, strict=False):
+        if (event.merchant_id, event.resource_id, event.sequence) != (
+            before.merchant_id,
+            before.id,
+            sequence,
+        ):
+            problems.append(f"event {event.id} is not of this change (sequence {sequence})")
     return problems
 
 
@@ -323,6 +341,18 @@ def settle_and_approve(
     """A right PIN's attempt settled and the subscription approved (`approve`) in one
     transaction, as a session's `settle_and_pay`: one durable commit fewer between the
     customer's confirm and the answer. The attempt is settled even when the subscription
-    moved on meanwhile."""
+    moved on meanwhile.
+
+    On a test clock the approval is written only while the clock still reads the time it
+    was made at (`after.approved_at`): an advance begun meanwhile counted its bounds
+    without this subscription, and would otherwise run its periods from the old time
+    unbounded. False then, as for a row that moved on (the customer approves again, at the
+    clock's new time)."""
     customers.settle_attempt(tx, scope, code, now_us, True)
+    if after.test_clock_id is not None and not tx.fetchval(
+        "SELECT 1 FROM test_clocks WHERE id = ? AND frozen_time = ?",
+        after.test_clock_id,
+        after.approved_at,
+    ):
+        return False
     return approve(tx, before, after, charge, events)

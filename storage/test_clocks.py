@@ -15,10 +15,15 @@ advance still running then finds its rows gone and its conditional writes fail),
 
 from __future__ import annotations
 
+from fgcpay.domain import advance_bounds
+from fgcpay.domain.advance_bounds import Billable, TooFar
+from fgcpay.domain.customers import renewal_pays
 from fgcpay.domain.idempotency import Completion
+from fgcpay.domain.subscriptions import ACTIVE, PAST_DUE
 from fgcpay.domain.test_clocks import ADVANCING, READY, TestClock
 
-from . import idempotency, transactions
+from . import customers, idempotency, limits, transactions
+from . import subscriptions as subscription_rows
 from ._database import Row, Tx, locks
 from .paging import newest_first
 
@@ -49,6 +54,16 @@ def insert(tx: Tx, clock: TestClock, completion: Completion | None) -> None:
     )  # fmt: skip
     if completion is not None:
         idempotency.complete(tx, completion)
+
+
+@locks(idempotency.completion_keys)
+def insert_within(tx: Tx, clock: TestClock, completion: Completion | None, most: int) -> bool:
+    """`insert`, unless the merchant already has `most` clocks: then False, nothing written
+    (counted in the same transaction as the insert)."""
+    if limits.test_clocks_of_merchant(tx, clock.merchant_id) >= most:
+        return False
+    insert(tx, clock, completion)
+    return True
 
 
 def by_id(tx: Tx, clock_id: str) -> TestClock | None:
@@ -110,6 +125,34 @@ def begin_advance(tx: Tx, clock: TestClock, frozen_time: int, now_us: int) -> Te
         frozen_time,
     )
     return by_id(tx, clock.id) if changed == 1 else None
+
+
+def billable(tx: Tx, clock_id: str) -> list[Billable]:
+    """The clock's subscriptions that an advance may charge (`active` or `past_due`), each
+    with whether its customer's renewals pay: what the advance bounds are counted from."""
+    rows = tx.fetch(
+        f"SELECT {subscription_rows.COLUMNS} FROM subscriptions WHERE test_clock_id = ?"
+        f" AND status IN ('{ACTIVE}', '{PAST_DUE}') AND next_action_at IS NOT NULL",
+        clock_id,
+    )
+    found = [subscription_rows.from_row(row) for row in rows]
+    pays: dict[str, bool] = {}
+    for code in sorted({sub.customer_code for sub in found if sub.customer_code is not None}):
+        customer = customers.by_code(tx, code)
+        pays[code] = customer is not None and renewal_pays(customer.outcome)
+    return [Billable(sub, pays.get(sub.customer_code or "", False)) for sub in found]
+
+
+def begin_bounded_advance(
+    tx: Tx, clock: TestClock, frozen_time: int, now_us: int
+) -> TestClock | TooFar | None:
+    """`begin_advance`, unless the advance would bill more than its bounds
+    (`advance_bounds`): then `TooFar` with the furthest time it may reach, nothing written.
+    The subscriptions are read in the same transaction as the clock's write."""
+    billables = billable(tx, clock.id)
+    if not advance_bounds.within(billables, frozen_time):
+        return TooFar(advance_bounds.max_frozen_time(billables, clock.frozen_time))
+    return begin_advance(tx, clock, frozen_time, now_us)
 
 
 def finish_advance(tx: Tx, clock: TestClock, now_us: int) -> TestClock | None:

@@ -265,6 +265,8 @@ class DeliveryJob:
     previous_secret_expires_at: int | None
     endpoint_id: str = ""
     merchant_id: str = ""
+    # The resource the event is about: its events go to one endpoint one at a time.
+    resource_id: str = ""
 
 
 def _not_full(limits: SenderLimits) -> tuple[str, list[object]]:
@@ -334,7 +336,7 @@ def _choose(tx: Tx, now_us: int, limit: int, limits: SenderLimits) -> tuple[str,
 
 _PASSED_OVER = "(SELECT count(*) FROM due) - (SELECT count(*) FROM fits) AS passed_over"
 _JOB_COLUMNS = (
-    "e.id AS event_id, e.body, w.url, w.secret_sealed, w.previous_secret_sealed,"
+    "e.id AS event_id, e.resource_id, e.body, w.url, w.secret_sealed, w.previous_secret_sealed,"
     " w.previous_secret_expires_at"
 )
 
@@ -404,6 +406,7 @@ def claim_due(
             previous_secret_expires_at=row["previous_secret_expires_at"],
             endpoint_id=row["endpoint_id"],
             merchant_id=row["merchant_id"],
+            resource_id=row["resource_id"],
         )
         for row in rows
     ]

@@ -114,8 +114,9 @@ async def test_approving_as_test_0001_activates_and_charges_period_0(server: Ser
     assert types_and_sequences(events) == [
         ("subscription.created", 1),
         ("subscription.activated", 2),
-        ("subscription.charged", 2),
+        ("subscription.charged", 3),  # one change, two events: two sequences, in order
     ]
+    assert events[1].created_at < events[2].created_at  # activated is due first
     assert events[0].data["status"] == subs.PAUSED
     assert events[2].data == subs.to_json(active, service.settings.public_url)
     # `subscription.charged` carries the ledger row it wrote; the others no transaction.
@@ -251,7 +252,7 @@ async def test_a_monthly_subscription_renews_for_a_year_then_ends_at_its_max_tot
     ]
     assert [event.type for event in events[-1:]] == ["subscription.ended"]
     assert events[-1].data["ended_reason"] == subs.MAX_TOTAL_REACHED
-    assert [event.sequence for event in events[3:]] == list(range(3, 3 + len(events) - 3))
+    assert [event.sequence for event in events[3:]] == list(range(4, 4 + len(events) - 3))
     server.stop.set()
 
 
@@ -284,11 +285,11 @@ async def test_test_0004_renewals_are_declined_retried_then_ended(
     assert types_and_sequences(events) == [
         ("subscription.created", 1),
         ("subscription.activated", 2),
-        ("subscription.charged", 2),
-        ("subscription.payment_failed", 3),
+        ("subscription.charged", 3),
         ("subscription.payment_failed", 4),
-        ("subscription.ended", 5),
         ("subscription.payment_failed", 5),
+        ("subscription.payment_failed", 6),  # the last decline, then the end it causes
+        ("subscription.ended", 7),
     ]
     assert [event.data["status"] for event in events[3:]] == [
         subs.PAST_DUE,

@@ -88,7 +88,7 @@ async def _assert_each_period_charged_once(
             *["subscription.charged"] * PERIODS,
         ], sub_id
         charged = events[sub_id][2:]
-        assert [event.sequence for event in charged] == list(range(2, PERIODS + 2)), sub_id
+        assert [event.sequence for event in charged] == list(range(3, PERIODS + 3)), sub_id
         assert [event.data["current_period_start"] for event in charged] == starts, sub_id
 
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from fgcpay.domain import lists, periods, subscriptions, test_clocks
+from fgcpay.domain import lists, periods, subscriptions, test_clocks, times
 from fgcpay.domain.errors import ValidationFailed
 from fgcpay.domain.test_clocks import parse_date_time
 from helpers import subscription_body
@@ -388,8 +388,8 @@ DATE_TIMES_ACCEPTED = [
     ("2026-11-24T14:00:00.000001Z", NOW + 1),
     ("2026-11-24T14:00:00.5Z", NOW + 500_000),
     ("2028-02-29T00:00:00Z", parse_date_time("2028-02-28T00:00:00Z") + periods.DAY_US),
-    ("9999-12-31T23:59:59.999999Z", test_clocks.MAX_TIME_US),
-    ("9999-12-31T20:00:00-03:59", test_clocks.MAX_TIME_US - 59_999_999),
+    ("9999-12-31T23:59:59.999999Z", times.MAX_TIME_US),
+    ("9999-12-31T20:00:00-03:59", times.MAX_TIME_US - 59_999_999),
 ]
 
 

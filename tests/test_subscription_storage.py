@@ -363,8 +363,10 @@ async def test_approve_writes_the_first_charge_and_the_events_with_their_deliver
     before = await _stored(db, subscription_record(merchant_id))
     after, charge = after_transition(before, "approve", NOW_US)
     assert charge is not None
+    # Two events, two sequences: the version moves on by one per event.
+    after = attrs.evolve(after, version=before.version + 2)
     events = [
-        subscription_event(after, "subscription.activated", NOW_US),
+        subscription_event(after, "subscription.activated", NOW_US, before.version + 1),
         subscription_event(after, "subscription.charged", NOW_US),
     ]
 
@@ -386,7 +388,8 @@ async def test_a_failure_inside_approve_rolls_all_of_it_back(db: Database, faili
     before = await _stored(db, subscription_record(merchant_id))
     after, charge = after_transition(before, "approve", NOW_US)
     assert charge is not None
-    activated = subscription_event(after, "subscription.activated", NOW_US)
+    after = attrs.evolve(after, version=before.version + 2)
+    activated = subscription_event(after, "subscription.activated", NOW_US, before.version + 1)
     charged = subscription_event(after, "subscription.charged", NOW_US)
     # An id already taken fails its insert, after the row change (and, for the event, the
     # charge and the first event with its delivery) was written.

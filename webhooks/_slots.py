@@ -7,6 +7,10 @@ claimed delivery may be sent now, and which endpoints have a backlog. Plain stat
   themselves sending, the rest waiting), so a freed slot takes its endpoint's next
   delivery at once, not after a claim's commit, and a backlog is claimed a round at a
   time. Endpoints with deliveries waiting take turns for free senders.
+- Order: the events of one resource go to one endpoint one at a time, in the order
+  claimed (oldest due first): one waits while an earlier one of the same resource is being
+  sent, so an approval's `subscription.activated` arrives before its first
+  `subscription.charged` (contract, "Webhooks"). Deliveries of other resources pass it.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ class Slots:
     _waiting: dict[str, deque[_Claimed]] = attrs.field(factory=dict)  # per endpoint
     # Endpoints whose last claim took all it had room for: more of theirs is likely due.
     _backlogged: set[str] = attrs.field(factory=set)
+    # (endpoint, resource) of each delivery being sent.
+    _in_flight: Counter[tuple[str, str]] = attrs.field(factory=Counter)
 
     def room(self, refill_only: bool) -> int:
         """How many deliveries a claim may take; `refill_only`: no more than the backlogged
@@ -110,24 +116,35 @@ class Slots:
     def ready(self, now_us: int) -> tuple[list[DeliveryJob], list[DeliveryJob]]:
         """The claimed deliveries to send now, counted as sending (a sender free, and
         fewer than the limits at once to the endpoint and the merchant; endpoints take
-        turns, one served going to the back), and those dropped as their lease is too
-        near its end (`START_MARGIN_US`)."""
+        turns, one served going to the back; a delivery waits while an earlier one of its
+        resource is sent to the endpoint or waits), and those dropped as their lease is
+        too near its end (`START_MARGIN_US`)."""
         start: list[DeliveryJob] = []
         dropped: list[DeliveryJob] = []
         for endpoint_id in list(self._waiting):
             if self.sending.total >= self.senders:
                 break
             waiting = self._waiting.pop(endpoint_id)
+            left: deque[_Claimed] = deque()
+            held: set[str] = set()  # resources with an earlier delivery still waiting here
             while waiting and self._may_send(waiting[0].job):
                 claimed = waiting.popleft()
+                resource = claimed.job.resource_id
+                if resource and (resource in held or self._in_flight[endpoint_id, resource]):
+                    held.add(resource)
+                    left.append(claimed)
+                    continue
                 if claimed.lease_until - now_us < START_MARGIN_US:
                     self.claimed.remove(claimed.job)
                     dropped.append(claimed.job)
                     continue
                 self.sending.add(claimed.job)
+                if resource:
+                    self._in_flight[endpoint_id, resource] += 1
                 start.append(claimed.job)
-            if waiting:
-                self._waiting[endpoint_id] = waiting
+            left.extend(waiting)
+            if left:
+                self._waiting[endpoint_id] = left
         return start, dropped
 
     def _may_send(self, job: DeliveryJob) -> bool:
@@ -143,6 +160,11 @@ class Slots:
         or the claims had stopped at the senders' limit."""
         self.sending.remove(job)
         self.claimed.remove(job)
+        if job.resource_id:
+            key = (job.endpoint_id, job.resource_id)
+            self._in_flight[key] -= 1
+            if self._in_flight[key] <= 0:
+                del self._in_flight[key]
         waiting = len(self._waiting.get(job.endpoint_id, ()))
         return (
             job.endpoint_id in self._backlogged and waiting < self.per_endpoint

@@ -6,11 +6,12 @@ from collections.abc import Awaitable, Callable
 
 import attrs
 from fgcpay.clock import Clock
-from fgcpay.domain import errors, ids, webhooks
+from fgcpay.domain import errors, ids, limits, webhooks
 from fgcpay.domain.endpoints import WebhookEndpoint, to_json
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.webhooks import DeliveryAttempt, EndpointChange, EndpointRequest, Event
 from fgcpay.storage import Database
+from fgcpay.storage import limits as limit_counts
 from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.storage.owned import OwnedRows
 
@@ -41,6 +42,16 @@ class WebhookEndpoints:
         refused = destinations.registration_refusal(request.url, self.allow_private)
         if refused:
             raise errors.ValidationFailed([errors.FieldError("url", f"Not allowed: {refused}.")])
+        most = limits.MAX_WEBHOOK_ENDPOINTS_PER_MERCHANT
+        if await self.db.read(limit_counts.webhook_endpoints_of_merchant, merchant_id) >= most:
+            raise errors.ValidationFailed(
+                [
+                    errors.FieldError(
+                        "url",
+                        f"You have {most} endpoints, the most one may have: delete one first.",
+                    )
+                ]  # fmt: skip
+            )
         secret = webhooks.new_secret()
         endpoint = WebhookEndpoint(
             id="we_" + ids.random_base62(24),

@@ -154,14 +154,17 @@ def after_transition(
     return after, charge
 
 
-def subscription_event(after: Subscription, event_type: str, now_us: int) -> Event:
-    """An event of the change that made `after` (its sequence is `after.version`)."""
+def subscription_event(
+    after: Subscription, event_type: str, now_us: int, sequence: int | None = None
+) -> Event:
+    """An event of the change that made `after` (its sequence is `after.version` unless
+    given: a change with two events gives the first `after.version - 1`)."""
     return new_event(
         ids.event_id(),
         after.merchant_id,
         event_type,
         after.id,
-        after.version,
+        after.version if sequence is None else sequence,
         {"id": after.id, "status": after.status},
         now_us,
     )

@@ -148,9 +148,12 @@ _PUBLIC_URL = "http://127.0.0.1"
 _APPROVER = "TEST-0001"
 
 
-def _bulk_event(sub: Subscription, event_type: str, now_us: int) -> Event:
+def _bulk_event(
+    sub: Subscription, event_type: str, now_us: int, sequence: int | None = None
+) -> Event:
     wire = subscriptions.to_json(sub, _PUBLIC_URL)
-    return new_event(ids.event_id(), sub.merchant_id, event_type, sub.id, sub.version, wire, now_us)
+    number = sub.version if sequence is None else sequence
+    return new_event(ids.event_id(), sub.merchant_id, event_type, sub.id, number, wire, now_us)
 
 
 def _insert_approved(
@@ -167,15 +170,16 @@ def _insert_approved(
             now_us=anchor_us,
             eur_cents_per_fgc=_EUR_CENTS_PER_FGC,
         )
-        active = periods.approve(paused, customer_code=_APPROVER, now_us=anchor_us).subscription
+        approval_step = periods.approve(paused, customer_code=_APPROVER, now_us=anchor_us)
+        active = periods.sequenced(approval_step, 2).subscription
         charge = periods.next_charge(
             paused, transaction_id=ids.transaction_id(), customer_code=_APPROVER, now_us=anchor_us
         )
         created = _bulk_event(paused, "subscription.created", now)
         subscription_rows.insert(tx, paused, None, [created])
         approval = [
-            _bulk_event(active, "subscription.activated", now),
-            _bulk_event(active, "subscription.charged", now),
+            _bulk_event(active, "subscription.activated", now, active.version - 1),
+            _bulk_event(active, "subscription.charged", now + 1),
         ]
         assert subscription_rows.approve(tx, paused, active, charge, approval), paused.id
         made.append(paused.id)
