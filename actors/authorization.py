@@ -58,12 +58,14 @@ class _Slot:
     ) -> T:
         """Run `fn`, a write that settles the attempt in its transaction.
 
-        Shielded: a write under way commits or rolls back whole whether or not its caller
-        waits (storage/_threads.py), and only its answer says which, so the slot is known
-        settled (committed) or still held (raised) and is never released twice."""
-        with trio.CancelScope(shield=True):
-            result = await db.write(fn, *args, **kwargs)
-            self.held = False
+        Not shielded here: storage waits for a write it was handed (commit or rollback)
+        whatever its caller does, and answers which (storage/_threads.py), so the slot is
+        known settled (returned) or still held (raised, a cancellation before the write
+        was handed over included) and is never released twice; and a charge not yet
+        handed over when an ask's deadline passes is cancelled, as the rule says
+        (docs/architecture.md, "An ask's deadline")."""
+        result = await db.write(fn, *args, **kwargs)
+        self.held = False  # no checkpoint since the write returned: known committed
         return result
 
 
