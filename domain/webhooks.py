@@ -254,6 +254,20 @@ def _event_types(value: Any) -> tuple[str, ...]:
     return tuple(sorted(set(value)))
 
 
+def _enabled_events(description: str) -> Custom:
+    """The optional `enabled_events` field of an endpoint's create and update."""
+    return Custom(
+        _event_types,
+        {
+            "type": "array",
+            "minItems": 1,
+            "items": {"oneOf": [ref("EventType"), {"const": ALL_EVENTS}]},
+            "description": description,
+        },
+        required=False,
+    )
+
+
 class WebhookEndpointEvents(BaseModel):
     """The event selection alone, checked as the create's (the dashboard's edit)."""
 
@@ -285,16 +299,7 @@ class WebhookEndpointCreate(BaseModel):
     ]
     enabled_events: Annotated[
         tuple[str, ...] | None,
-        Custom(
-            _event_types,
-            {
-                "type": "array",
-                "minItems": 1,
-                "items": {"oneOf": [ref("EventType"), {"const": ALL_EVENTS}]},
-                "description": 'Event types to receive; omitted or ["*"] for all.',
-            },
-            required=False,
-        ),
+        _enabled_events('Event types to receive; omitted or ["*"] for all.'),
     ] = None
 
 
@@ -318,16 +323,7 @@ class WebhookEndpointUpdate(BaseModel):
     ] = None
     enabled_events: Annotated[
         tuple[str, ...] | None,
-        Custom(
-            _event_types,
-            {
-                "type": "array",
-                "minItems": 1,
-                "items": {"oneOf": [ref("EventType"), {"const": ALL_EVENTS}]},
-                "description": 'The event types to receive from now on; ["*"] for all.',
-            },
-            required=False,
-        ),
+        _enabled_events('The event types to receive from now on; ["*"] for all.'),
     ] = None
 
 
