@@ -41,6 +41,10 @@ class CreateRefund:
     answer: Callable[[Refund], Completion | None] = attrs.field(eq=False)
 
 
+def _unanswered(refund: Refund) -> Completion | None:
+    return None
+
+
 @attrs.frozen
 class ReviewRefund:
     """Approve or reject (`decision`, a transition of `refunds.STATES`) a refund of the
@@ -49,6 +53,9 @@ class ReviewRefund:
     merchant_id: str
     refund_id: str
     decision: str
+    # The idempotent answer stored with the review, made from the refund as reviewed (None
+    # without a key, and for the dashboard's and the operator's reviews).
+    answer: Callable[[Refund], Completion | None] = attrs.field(eq=False, default=_unanswered)
 
 
 MESSAGES = (CreateRefund, ReviewRefund)
@@ -119,7 +126,9 @@ class RefundDesk:
             # Another process's refund took part of the rest first: decide again on what
             # is stored now (a 400 once the rest no longer covers the amount).
 
-    async def _review(self, message: ReviewRefund) -> Refund:
+    async def _review(self, message: ReviewRefund) -> Refund | IdempotencyLost:
+        """The refund as reviewed; or, replied as `_create` does, that the request's
+        Idempotency-Key was taken over and nothing written."""
         transition = refunds.STATES.transition(message.decision)
         while True:
             refund = await ROWS.get(self.db, message.merchant_id, message.refund_id)
@@ -131,14 +140,20 @@ class RefundDesk:
             now = self.clock.now_us()
             after = refunds.reviewed(refund, message.decision, now)
             event = self._event(after, refunds.EVENT_OF[message.decision])
-            if message.decision == "approve":
-                payment = await self._payment(refund.merchant_id, refund.transaction_id)
-                entry = refunds.ledger_entry(
-                    refund, payment, transaction_id=ids.transaction_id(), now_us=now
-                )
-                written = await self.db.write(refund_rows.approve, refund, after, entry, event)
-            else:
-                written = await self.db.write(refund_rows.reject, refund, after, event)
+            answer = message.answer(after)
+            try:
+                if message.decision == "approve":
+                    payment = await self._payment(refund.merchant_id, refund.transaction_id)
+                    entry = refunds.ledger_entry(
+                        refund, payment, transaction_id=ids.transaction_id(), now_us=now
+                    )
+                    written = await self.db.write(
+                        refund_rows.approve, refund, after, entry, event, answer
+                    )
+                else:
+                    written = await self.db.write(refund_rows.reject, refund, after, event, answer)
+            except IdempotencyLost as lost:
+                return lost
             if written:
                 self.on_change(after)
                 return after
@@ -208,16 +223,24 @@ class Refunds:
             )
         return payment
 
-    async def review(self, merchant_id: str, refund_id: str, decision: str) -> Refund:
-        """Approve or reject (`decision`) the merchant's refund; the refund as written. 404
-        for an unknown refund or another merchant's, 409 `refund_already_reviewed` once it
-        was approved or rejected. The one way a review is made (test helpers, the
-        operator's command, the dashboard)."""
+    async def review(
+        self,
+        merchant_id: str,
+        refund_id: str,
+        decision: str,
+        answer: Callable[[Refund], Completion | None] = _unanswered,
+    ) -> Refund:
+        """Approve or reject (`decision`) the merchant's refund; the refund as written, with
+        `answer(refund)` (the idempotent answer). 404 for an unknown refund or another
+        merchant's, 409 `refund_already_reviewed` once it was approved or rejected. The one
+        way a review is made (test helpers, the operator's command, the dashboard)."""
         refund = await ROWS.get(self.db, merchant_id, refund_id)
         kind, owner = _owner(refund)
-        reviewed: Refund = await self.host.ask(
-            kind, owner, ReviewRefund(merchant_id, refund.id, decision)
+        reviewed: Refund | IdempotencyLost = await self.host.ask(
+            kind, owner, ReviewRefund(merchant_id, refund.id, decision, answer)
         )
+        if isinstance(reviewed, IdempotencyLost):
+            raise reviewed
         return reviewed
 
     async def get(self, merchant_id: str, refund_id: str) -> Refund:

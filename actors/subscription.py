@@ -11,7 +11,7 @@ import attrs
 from fgcpay.clock import Clock
 from fgcpay.domain import customers, errors, ids, limits, periods, subscriptions, transactions
 from fgcpay.domain import test_clocks as clock_rules
-from fgcpay.domain.idempotency import Completion
+from fgcpay.domain.idempotency import Completion, IdempotencyLost
 from fgcpay.domain.subscriptions import Subscription, SubscriptionRequest
 from fgcpay.domain.transactions import Transaction, TransactionWire
 from fgcpay.domain.webhooks import Event, new_event
@@ -46,9 +46,17 @@ class Approve:
     pin: str = attrs.field(repr=False)  # never in a repr, a log line or an error
 
 
+def _unanswered(sub: Subscription) -> Completion | None:
+    return None
+
+
 @attrs.frozen
 class Cancel:
     """The merchant cancels."""
+
+    # The idempotent answer stored with the cancel, made from the subscription as cancelled
+    # (None without a key, and for the dashboard's cancel).
+    answer: Callable[[Subscription], Completion | None] = attrs.field(eq=False, default=_unanswered)
 
 
 @attrs.frozen
@@ -101,7 +109,6 @@ _CHARGING_WRITES = {
 _WRITES = {
     "decline": subscription_rows.decline,
     "retry_declined": subscription_rows.retry_declined,
-    "cancel": subscription_rows.cancel,
     "end": subscription_rows.end,
 }
 
@@ -168,7 +175,7 @@ class SubscriptionActor:
             state = await self._act(state)
             return state, state
         if isinstance(message, Cancel):
-            return await self._cancel(state)
+            return await self._cancel(state, message)
         if isinstance(message, Approve):
             result = await self._approve(state, message)
             return result.subscription, result
@@ -226,10 +233,16 @@ class SubscriptionActor:
         )
 
     async def _write(
-        self, before: Subscription, step: periods.Step, now: int, event_types: Sequence[str]
+        self,
+        before: Subscription,
+        step: periods.Step,
+        now: int,
+        event_types: Sequence[str],
+        answer: Callable[[Subscription], Completion | None] = _unanswered,
     ) -> Subscription | None:
-        """Write `step` with its events (and its charge where money moves); the record as
-        stored after it, or storage's word when the row moved on first."""
+        """Write `step` with its events (and its charge where money moves; for a cancel,
+        with `answer(after)`, the request's idempotent answer); the record as stored after
+        it, or storage's word when the row moved on first."""
         step = periods.sequenced(step, len(event_types))
         after = step.subscription
         # The charge of the period due (`before.charge_count`): the ledger row when the step
@@ -243,6 +256,10 @@ class SubscriptionActor:
             assert attempt is not None  # charging steps follow the approval, which sets the code
             written = await self.db.write(
                 _CHARGING_WRITES[step.transition], before, after, attempt, events
+            )
+        elif step.transition == "cancel":
+            written = await self.db.write(
+                subscription_rows.cancel, before, after, events, answer(after)
             )
         else:
             written = await self.db.write(_WRITES[step.transition], before, after, events)
@@ -304,10 +321,11 @@ class SubscriptionActor:
     # -- Cancel ---------------------------------------------------------------------------
 
     async def _cancel(
-        self, sub: Subscription
-    ) -> tuple[Subscription | None, Subscription | errors.ServiceError]:
+        self, sub: Subscription, message: Cancel
+    ) -> tuple[Subscription | None, Subscription | errors.ServiceError | IdempotencyLost]:
         """The new state, and the reply: the cancelled record or the refusal (a reply, not
-        a raise, so that the state read meanwhile is kept)."""
+        a raise, so that the state read meanwhile is kept), or that the request's
+        Idempotency-Key was taken over and nothing written (no crash of the actor's)."""
         current: Subscription | None = sub
         while current is not None:
             if not subscriptions.STATES.allows(current.status, subscriptions.CANCELLED):
@@ -320,7 +338,12 @@ class SubscriptionActor:
                 current = await self._reload(current)
                 break
             step = periods.cancel(current, now_us=now)
-            written = await self._write(current, step, now, ["subscription.cancelled"])
+            try:
+                written = await self._write(
+                    current, step, now, ["subscription.cancelled"], message.answer
+                )
+            except IdempotencyLost as lost:
+                return current, lost
             if written == step.subscription:
                 return written, written
             current = written  # moved on meanwhile: decide again on what is stored
@@ -460,14 +483,20 @@ class Subscriptions:
             lambda tx, after, n: subscription_rows.page(tx, merchant_id, status, after, n),
         )
 
-    async def cancel(self, merchant_id: str, subscription_id: str) -> Subscription:
-        """Cancel the merchant's subscription: 404 `subscription_not_found`, 409
-        `subscription_not_cancellable` once `cancelled` or `ended`."""
+    async def cancel(
+        self,
+        merchant_id: str,
+        subscription_id: str,
+        answer: Callable[[Subscription], Completion | None] = _unanswered,
+    ) -> Subscription:
+        """Cancel the merchant's subscription, storing `answer(cancelled)` (the idempotent
+        answer) with it: 404 `subscription_not_found`, 409 `subscription_not_cancellable`
+        once `cancelled` or `ended`."""
         await self.get(merchant_id, subscription_id)
-        result: Subscription | errors.ServiceError = await self.host.ask(
-            KIND, subscription_id, Cancel()
+        result: Subscription | errors.ServiceError | IdempotencyLost = await self.host.ask(
+            KIND, subscription_id, Cancel(answer)
         )
-        if isinstance(result, errors.ServiceError):
+        if isinstance(result, errors.ServiceError | IdempotencyLost):
             raise result
         return result
 

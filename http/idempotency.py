@@ -219,23 +219,26 @@ async def created(
     return Response(text, status=201, headers=headers)
 
 
-async def created_by(
-    make: Callable[[Callable[[R], Completion | None]], Awaitable[R]], to_body: Callable[[R], Any]
+async def decided_by(
+    status: int,
+    make: Callable[[Callable[[R], Completion | None]], Awaitable[R]],
+    to_body: Callable[[R], Any],
 ) -> Response:
-    """The 201 of a create whose answer is decided by its write (a refund's amount, by the
-    actor owning the payment): `make(answer)` creates the resource, storing `answer(it)`
-    (this request's idempotent answer for that resource, None without `Idempotency-Key`)
-    in the same transaction, and returns it; the 201's body is `to_body(it)`, the same
-    bytes as stored."""
+    """The answer (`status`: 201 for a create, 200 for a change) of a POST whose resource is
+    decided by the actor's write (a refund's amount, a subscription as cancelled):
+    `make(answer)` writes the resource, storing `answer(it)` (this request's idempotent
+    answer for that resource, None without `Idempotency-Key`) in the same transaction, and
+    returns it; the answer's body is `to_body(it)`, the same bytes as stored. So a retry of
+    a request answered 503 after its write committed replays this answer."""
     headers = {"Content-Type": JSON_TYPE}
     claim = pending()
 
     def answer(resource: R) -> Completion | None:
         if claim is None:
             return None
-        return claim.completion(201, stored_headers(headers), dump(to_body(resource)))
+        return claim.completion(status, stored_headers(headers), dump(to_body(resource)))
 
     made = await make(answer)
     if claim:
         claim.recorded = True
-    return Response(dump(to_body(made)), status=201, headers=headers)
+    return Response(dump(to_body(made)), status=status, headers=headers)

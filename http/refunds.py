@@ -9,7 +9,7 @@ from fgcpay.storage import limits as limit_counts
 from quart import Blueprint, Response, request
 
 from .body import json_object, no_body
-from .idempotency import created_by, idempotent
+from .idempotency import decided_by, idempotent
 from .operations import operation
 from .plumbing import current_service, principal
 from .responses import json_response
@@ -44,8 +44,8 @@ async def create_refund() -> Response:
     merchant_id = principal().merchant.id
     parsed = refunds.parse_create(await json_object())
     await _check_refund_count(merchant_id, parsed)
-    return await created_by(
-        lambda answer: service.refunds.create(merchant_id, parsed, answer), refunds.to_json
+    return await decided_by(
+        201, lambda answer: service.refunds.create(merchant_id, parsed, answer), refunds.to_json
     )
 
 
@@ -107,8 +107,13 @@ async def get_refund(refund_id: str) -> Response:
 
 async def _review(refund_id: str, decision: str) -> Response:
     await no_body()
-    reviewed = await current_service().refunds.review(principal().merchant.id, refund_id, decision)
-    return json_response(refunds.to_json(reviewed))
+    service, merchant_id = current_service(), principal().merchant.id
+    # The 200 is stored with the review's write: a retry after a 503 replays it.
+    return await decided_by(
+        200,
+        lambda answer: service.refunds.review(merchant_id, refund_id, decision, answer),
+        refunds.to_json,
+    )
 
 
 @blueprint.post("/test_helpers/refunds/<refund_id>/approve")

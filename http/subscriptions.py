@@ -7,7 +7,7 @@ from fgcpay.domain.lists import Page, envelope, parse_list_query
 from quart import Blueprint, Response, request
 
 from .body import json_object, no_body
-from .idempotency import created, idempotent
+from .idempotency import created, decided_by, idempotent
 from .operations import operation
 from .plumbing import current_service, principal
 from .responses import json_response
@@ -109,6 +109,11 @@ async def get_subscription(subscription_id: str) -> Response:
 @idempotent
 async def cancel_subscription(subscription_id: str) -> Response:
     await no_body()
-    service = current_service()
-    cancelled = await service.subscriptions.cancel(principal().merchant.id, subscription_id)
-    return json_response(subscriptions.to_json(cancelled, service.settings.public_url))
+    service, merchant_id = current_service(), principal().merchant.id
+    public_url = service.settings.public_url
+    # The 200 is stored with the cancel's write: a retry after a 503 replays it.
+    return await decided_by(
+        200,
+        lambda answer: service.subscriptions.cancel(merchant_id, subscription_id, answer),
+        lambda cancelled: subscriptions.to_json(cancelled, public_url),
+    )

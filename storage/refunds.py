@@ -47,26 +47,41 @@ def create(tx: Tx, refund: Refund, event: Event, completion: Completion | None) 
     return True
 
 
-def approve(tx: Tx, before: Refund, after: Refund, entry: Transaction, event: Event) -> bool:
+@locks(idempotency.completion_keys)
+def approve(
+    tx: Tx,
+    before: Refund,
+    after: Refund,
+    entry: Transaction,
+    event: Event,
+    completion: Completion | None = None,
+) -> bool:
     """`approve` (`pending_review` -> `approved`): with the negative ledger entry (which adds
-    to the refunded total), off the pending total, and `refund.approved`. False, with
-    nothing written, when the refund moved on meanwhile."""
+    to the refunded total), off the pending total, `refund.approved`, and the request's
+    idempotent answer. False, with nothing written, when the refund moved on meanwhile."""
     expected = (REFUND, before.merchant_id, -before.amount_minor, before.id)
     if (entry.kind, entry.merchant_id, entry.amount_minor, entry.refund_id) != expected:
         raise ValueError(f"refund {before.id}: the entry {entry} is not its own")
     if not _review(tx, "approve", before, after, event):
         return False
     transactions.insert(tx, entry)
+    if completion is not None:  # raises IdempotencyLost (all rolled back) if taken over
+        idempotency.complete(tx, completion)
     return True
 
 
-def reject(tx: Tx, before: Refund, after: Refund, event: Event) -> bool:
+@locks(idempotency.completion_keys)
+def reject(
+    tx: Tx, before: Refund, after: Refund, event: Event, completion: Completion | None = None
+) -> bool:
     """`reject` (`pending_review` -> `rejected`): what it held of the payment given back
-    (refundable again), off the pending total, and `refund.rejected`. False, with nothing
-    written, when the refund moved on meanwhile."""
+    (refundable again), off the pending total, `refund.rejected`, and the request's
+    idempotent answer. False, with nothing written, when the refund moved on meanwhile."""
     if not _review(tx, "reject", before, after, event):
         return False
     transactions.release_refund(tx, before.transaction_id, before.amount_minor)
+    if completion is not None:  # raises IdempotencyLost (all rolled back) if taken over
+        idempotency.complete(tx, completion)
     return True
 
 

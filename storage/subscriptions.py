@@ -197,9 +197,22 @@ def recover(
     return _move(tx, "recover", before, after, charge, events)
 
 
-def cancel(tx: Tx, before: Subscription, after: Subscription, events: Sequence[Event]) -> bool:
-    """`cancel` (`paused`, `active` or `past_due` -> `cancelled`)."""
-    return _move(tx, "cancel", before, after, None, events)
+@locks(idempotency.completion_keys)
+def cancel(
+    tx: Tx,
+    before: Subscription,
+    after: Subscription,
+    events: Sequence[Event],
+    completion: Completion | None = None,
+) -> bool:
+    """`cancel` (`paused`, `active` or `past_due` -> `cancelled`), with the request's
+    idempotent answer when written (raises `IdempotencyLost`, nothing written, if its claim
+    was taken over): a retry after a 503 replays it."""
+    if not _move(tx, "cancel", before, after, None, events):
+        return False
+    if completion is not None:
+        idempotency.complete(tx, completion)
+    return True
 
 
 @batched(lambda tx, calls: _move_many(tx, "end", _uncharged(calls)))

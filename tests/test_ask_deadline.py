@@ -2,11 +2,14 @@
 does not answer in time is answered 503 with `Retry-After`; its handler is cancelled if
 its write was not yet handed to the database, and awaited whole if it was; either way a
 retry with the same `Idempotency-Key` answers the final outcome, and exactly one refund
-exists (docs/architecture.md, "An ask's deadline")."""
+exists. The same holds for the POSTs that change a resource through its actor (a
+subscription's cancel, a refund's review): a retry with the key replays the 200 the first
+earned (docs/architecture.md, "An ask's deadline")."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import Any
 
@@ -17,8 +20,10 @@ import trio
 import trio.testing
 from fgcpay.clock import TrioClock
 from fgcpay.settings import Settings
+from fgcpay.storage import idempotency as idempotency_rows
 from fgcpay.storage import refunds as refund_rows
-from helpers import MerchantClient, Server, start_server
+from fgcpay.storage import subscriptions as subscription_rows
+from helpers import MerchantClient, Server, create_subscription, start_server
 from hosted import paid_session
 
 ASK_TIMEOUT = 5.0
@@ -128,4 +133,206 @@ async def test_a_write_handed_over_before_the_deadline_commits_and_a_retry_repla
     assert retried.headers["Idempotent-Replayed"] == "true"
     assert retried.json()["id"] == stored["id"]
     assert len(await _refunds(merchant)) == 1
+    await server.shutdown()
+
+
+# A POST changing a resource through its actor: the storage write it makes, the path of
+# the POST for a new resource of the merchant's, and the code of its refusal once done.
+Change = tuple[Any, Callable[[Server, MerchantClient], Awaitable[str]], str]
+
+
+async def _subscription(server: Server, merchant: MerchantClient) -> str:
+    sub = await create_subscription(merchant)
+    return f"/subscriptions/{sub['id']}"
+
+
+async def _pending_refund(server: Server, merchant: MerchantClient) -> str:
+    session = await paid_session(server, merchant)
+    made = await merchant.post("/refunds", json=_refund(session))
+    assert made.status_code == 201, made.text
+    return f"/refunds/{made.json()['id']}"
+
+
+CHANGES: dict[str, Change] = {
+    "cancel": (subscription_rows.cancel, _subscription, "subscription_not_cancellable"),
+    "approve": (refund_rows.approve, _pending_refund, "refund_already_reviewed"),
+    "reject": (refund_rows.reject, _pending_refund, "refund_already_reviewed"),
+}
+
+
+def _post_path(change: str, resource: str) -> str:
+    if change == "cancel":
+        return f"{resource}/cancel"
+    return f"/test_helpers{resource}/{change}"
+
+
+async def _committed_after_the_deadline(
+    server: Server,
+    merchant: MerchantClient,
+    monkeypatch: pytest.MonkeyPatch,
+    write: Any,
+    path: str,
+    headers: dict[str, str],
+) -> httpx.Response:
+    """POST `path` while its actor's `write` commits only after the ask's deadline passed:
+    the answer the caller got."""
+    in_writer = threading.Event()
+    gate = threading.Event()
+    real_write = server.db.write
+
+    @wraps(write)
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        # On the writer's thread, inside its transaction: a commit slower than the ask.
+        in_writer.set()
+        gate.wait(30)
+        return write(*args, **kwargs)
+
+    committed = trio.Event()
+
+    async def write_slowly(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if fn is not write:
+            return await real_write(fn, *args, **kwargs)
+        try:
+            return await real_write(slow, *args, **kwargs)
+        finally:
+            committed.set()  # storage waits for a write handed over, even when cancelled
+
+    monkeypatch.setattr(server.db, "write", write_slowly)
+    answers: list[httpx.Response] = []
+    answered = trio.Event()
+
+    async def ask() -> None:
+        answers.append(await merchant.post(path, headers=headers))
+        answered.set()
+
+    async with trio.open_nursery() as asking:
+        asking.start_soon(ask)
+        await trio.to_thread.run_sync(in_writer.wait, 30)
+        await trio.sleep(ASK_TIMEOUT + 1)  # the deadline passes while the writer holds it
+        # With a key, the 503 waits for the claim's release, behind the write; without
+        # one, nothing waits for the write.
+        assert len(answers) == (0 if headers else 1)
+        gate.set()
+        with trio.fail_after(30):
+            await answered.wait()
+            await committed.wait()
+    monkeypatch.undo()
+    return answers[0]
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+async def test_a_change_committed_after_the_deadline_is_replayed_to_a_retry_with_its_key(
+    nursery: trio.Nursery,
+    settings: Settings,
+    clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    change: str,
+) -> None:
+    server, merchant = await _started(nursery, settings)
+    write, make, refusal = CHANGES[change]
+    resource = await make(server, merchant)
+    path = _post_path(change, resource)
+    first = await _committed_after_the_deadline(server, merchant, monkeypatch, write, path, KEY)
+    _asks_to_retry(first)
+    stored = await merchant.get(resource)  # committed whole, answer and all
+    assert stored.status_code == 200, stored.text
+    retried = await merchant.post(path, headers=KEY)
+    assert retried.status_code == 200, retried.text
+    assert retried.headers["Idempotent-Replayed"] == "true"
+    assert retried.content == stored.content  # the 200 the first earned, byte for byte
+    again = await merchant.post(path, headers=KEY)
+    assert (again.status_code, again.content) == (200, retried.content)
+    for other in ({"Idempotency-Key": "another"}, {}):
+        refused = await merchant.post(path, headers=other)
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["code"] == refusal
+    await server.shutdown()
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+async def test_without_a_key_a_change_committed_after_the_deadline_is_done_and_a_retry_409(
+    nursery: trio.Nursery,
+    settings: Settings,
+    clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    change: str,
+) -> None:
+    server, merchant = await _started(nursery, settings)
+    write, make, refusal = CHANGES[change]
+    resource = await make(server, merchant)
+    path = _post_path(change, resource)
+    _asks_to_retry(
+        await _committed_after_the_deadline(server, merchant, monkeypatch, write, path, {})
+    )
+    stored = (await merchant.get(resource)).json()
+    assert stored["status"] == {"cancel": "cancelled", "approve": "approved"}.get(
+        change, "rejected"
+    )
+    retried = await merchant.post(path)
+    assert retried.status_code == 409, retried.text
+    assert retried.json()["code"] == refusal
+    await server.shutdown()
+
+
+EVENT_OF = {
+    "cancel": "subscription.cancelled",
+    "approve": "refund.approved",
+    "reject": "refund.rejected",
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+async def test_a_change_whose_claim_was_taken_over_writes_nothing_and_is_answered_in_use(
+    nursery: trio.Nursery,
+    settings: Settings,
+    clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+    change: str,
+) -> None:
+    # An ask that outlives its claim (made to lapse after 1 s, inside the ask's deadline):
+    # the retry that took the key over decides.
+    monkeypatch.setattr(idempotency_rows, "LOCK_US", 1_000_000)
+    server, merchant = await _started(nursery, settings)
+    write, make, _ = CHANGES[change]
+    resource = await make(server, merchant)
+    path = _post_path(change, resource)
+    held, writing, taken_over = trio.Event(), trio.Event(), trio.Event()
+    claims = 0
+    real_write = server.db.write
+
+    async def write_when_let(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal claims
+        if fn is write and not held.is_set():
+            writing.set()
+            await held.wait()  # the first request's write, not yet handed over
+        result = await real_write(fn, *args, **kwargs)
+        if fn is idempotency_rows.claim:
+            claims += 1
+            if claims == 2:
+                taken_over.set()
+        return result
+
+    monkeypatch.setattr(server.db, "write", write_when_let)
+    answers: dict[str, httpx.Response] = {}
+
+    async def post(name: str) -> None:
+        answers[name] = await merchant.post(path, headers=KEY)
+
+    async with trio.open_nursery() as asking:
+        asking.start_soon(post, "first")
+        await writing.wait()
+        await trio.sleep(1)  # the first's claim lapses: the retry takes the key over
+        asking.start_soon(post, "retry")
+        await taken_over.wait()
+        held.set()
+    lost, retried = answers["first"], answers["retry"]
+    assert lost.status_code == 409, lost.text
+    assert lost.json()["code"] == "idempotency_key_in_use"
+    assert retried.status_code == 200, retried.text  # the actor carried on: no crash
+    assert "Idempotent-Replayed" not in retried.headers
+    replayed = await merchant.post(path, headers=KEY)
+    assert replayed.headers["Idempotent-Replayed"] == "true"
+    assert replayed.content == retried.content
+    events = await merchant.get("/events", params={"type": EVENT_OF[change]})
+    assert len(events.json()["data"]) == 1  # the first wrote nothing
     await server.shutdown()
