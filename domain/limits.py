@@ -20,3 +20,20 @@ MAX_REFUNDS_PER_PAYMENT = 100
 # Every event is queued for each endpoint subscribed to it: the endpoints multiply the
 # outbox's work. Stripe allows 16 endpoints per account.
 MAX_WEBHOOK_ENDPOINTS_PER_MERCHANT = 16
+
+# A merchant's active (unrevoked) API keys: each is listed on the dashboard's keys page and
+# by `fgcpay key list`. Creating keys is rate limited but never ends on its own; Stripe,
+# too, bounds the keys of an account. A test fleet wants one key per service or CI job:
+# 100 leaves room for that and revoking one frees its place.
+MAX_ACTIVE_API_KEYS_PER_MERCHANT = 100
+# Revoked keys are kept (their rows say when each was used last), so they are not bounded;
+# the keys page lists the most recent of them only (`fgcpay key list` prints all).
+MOST_REVOKED_API_KEYS_SHOWN = 20
+
+# A hosted page's websockets: each holds a connection, a task and a slot in the status
+# hub, and the page's id is in its URL, unauthenticated. A customer has a tab or two open;
+# 20 per page and process is a generous ceiling. All pages' sockets of one process are
+# bounded too: a merchant may make many sessions (50 a second), each with its 20. Past
+# either, the page polls `GET /checkout/<id>/status` instead (hosted_page/static/checkout.js).
+MAX_STATUS_SOCKETS_PER_PAGE = 20
+MAX_STATUS_SOCKETS_PER_PROCESS = 5_000

@@ -6,13 +6,25 @@ both backends."""
 
 from __future__ import annotations
 
+import json
 import re
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
+from fgcpay.admin import KeyInputError, create_api_key, create_merchant, revoke_api_key
 from fgcpay.domain import limits
-from helpers import Server, add_endpoint, create_subscription, create_test_clock
-from hosted import paid_session
+from fgcpay.storage import merchants
+from helpers import (
+    Server,
+    add_endpoint,
+    create_subscription,
+    create_test_clock,
+    new_email,
+    signed_up,
+)
+from hosted import Customer, new_session, paid_session
+from trio_websocket import ConnectionRejected, open_websocket_url
 
 API_MD = Path(__file__).resolve().parents[1] / "docs" / "api.md"
 
@@ -113,6 +125,139 @@ async def test_webhook_endpoints_per_merchant(
     await add_endpoint(merchant, "https://hooks.example/3")
 
 
+KEYS = "/dashboard/api-keys"
+
+
+async def test_active_api_keys_per_merchant_in_the_dashboard(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "MAX_ACTIVE_API_KEYS_PER_MERCHANT", 2)
+    monkeypatch.setattr(limits, "MOST_REVOKED_API_KEYS_SHOWN", 2)
+    dashboard, email = await signed_up(server)
+    merchant = await server.db.read(merchants.merchant_by_email, email)
+    assert merchant is not None
+    for name in ("one", "two"):
+        await dashboard.create_key(name)
+    refused = await dashboard.submit(KEYS, {"name": "three"})
+    assert refused.status_code == 409, refused.text
+    assert "You have 2 active keys, the most one may have: revoke one first." in refused.text
+    assert 'data-testid="raw-key"' not in refused.text
+    assert 'value="three"' in refused.text  # the form keeps what was typed
+    keys = await server.db.read(merchants.api_keys_of, merchant.id)
+    assert sorted(str(key.name) for key in keys) == ["one", "two"]
+    # A revoked key frees its place; revoked keys are not bounded, but the page lists
+    # only the most recently revoked ones and says how many it leaves out.
+    for round_ in range(3):
+        (active, *_) = [k for k in await server.db.read(merchants.api_keys_of, merchant.id)
+                        if k.revoked_at is None]  # fmt: skip
+        revoked = await dashboard.submit(f"{KEYS}/{active.id}/revoke", {})
+        assert revoked.status_code == 303, revoked.text
+        await dashboard.create_key(f"again {round_}")
+    page = await dashboard.client.get(KEYS)
+    assert page.status_code == 200
+    rows = re.findall(r'<tr data-key-id="(key_[A-Za-z0-9_]+)">', page.text)
+    assert len(rows) == 4, rows  # 2 active, the 2 most recently revoked
+    assert "1 older revoked key is not shown." in page.text
+    keys = await server.db.read(merchants.api_keys_of, merchant.id)
+    assert len(keys) == 5 and sum(key.revoked_at is None for key in keys) == 2
+    assert {k.id for k in keys if k.revoked_at is None} <= set(rows)
+    await dashboard.aclose()
+
+
+async def test_active_api_keys_per_merchant_by_the_operator(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fgcpay.storage import open_database
+
+    monkeypatch.setattr(limits, "MAX_ACTIVE_API_KEYS_PER_MERCHANT", 2)
+    async with open_database(database_url) as db:
+        created = await create_merchant(db, "Acme", new_email())  # its first key
+        merchant_id = created.merchant.id
+        second = await create_api_key(db, merchant_id, "second")
+        with pytest.raises(KeyInputError) as refused:
+            await create_api_key(db, merchant_id, "third")
+        assert str(refused.value) == (
+            f"merchant {merchant_id} has 2 active keys, the most one may have:"
+            " revoke one first (fgcpay key revoke)"
+        )
+        assert len(await db.read(merchants.api_keys_of, merchant_id)) == 2
+        await revoke_api_key(db, merchant_id, second.key.id)
+        await create_api_key(db, merchant_id, "third")
+        # Another merchant has its own.
+        other = await create_merchant(db, "Other", new_email())
+        await create_api_key(db, other.merchant.id)
+
+
+def _socket_url(server: Server, session_id: str) -> str:
+    return server.url.replace("http://", "ws://") + f"/checkout/{session_id}/ws"
+
+
+async def _refusal(server: Server, session_id: str) -> ConnectionRejected:
+    try:
+        async with open_websocket_url(_socket_url(server, session_id)):
+            raise AssertionError("the handshake was accepted")
+    except ConnectionRejected as rejected:
+        return rejected
+
+
+async def test_websockets_per_hosted_page(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "MAX_STATUS_SOCKETS_PER_PAGE", 2)
+    _, session = await new_session(server)
+    sid = str(session["id"])
+    async with AsyncExitStack() as held:
+        sockets = [
+            await held.enter_async_context(open_websocket_url(_socket_url(server, sid)))
+            for _ in range(2)
+        ]
+        for ws in sockets:
+            assert json.loads(await ws.get_message()) == {"id": sid, "status": "created"}
+        refused = await _refusal(server, sid)
+        assert refused.status_code == 429
+        headers = {k.decode().lower(): v.decode() for k, v in refused.headers or []}
+        assert headers["retry-after"] == "30"
+        body = json.loads(refused.body or b"")
+        assert body["code"] == "rate_limited" and body["request_id"]
+        assert body["details"] == {"retry_after_seconds": 30}
+        assert "2 live status connections" in body["message"]
+        assert f"GET /checkout/{sid}/status" in body["message"]
+        # Another page has its own; the refused page's status is still polled.
+        _, other = await new_session(server)
+        async with open_websocket_url(_socket_url(server, str(other["id"]))) as ws:
+            assert json.loads(await ws.get_message())["status"] == "created"
+        polled = await server.client.get(f"{server.url}/checkout/{sid}/status")
+        assert polled.status_code == 200 and polled.json()["status"] == "created"
+        # The held sockets still hear the payment.
+        customer = Customer(server)
+        assert (await customer.pay(sid)).status_code == 303
+        await customer.close()
+        for ws in sockets:
+            assert json.loads(await ws.get_message()) == {"id": sid, "status": "paid"}
+    # Closed sockets free their places: nothing is left held.
+    assert server.running.service.status_hub.subscribers() == 0
+    async with open_websocket_url(_socket_url(server, sid)) as ws:
+        assert json.loads(await ws.get_message()) == {"id": sid, "status": "paid"}
+
+
+async def test_websockets_of_all_hosted_pages(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "MAX_STATUS_SOCKETS_PER_PROCESS", 2)
+    sids = [str((await new_session(server))[1]["id"]) for _ in range(3)]
+    async with AsyncExitStack() as held:
+        for sid in sids[:2]:
+            ws = await held.enter_async_context(open_websocket_url(_socket_url(server, sid)))
+            assert json.loads(await ws.get_message())["status"] == "created"
+        refused = await _refusal(server, sids[2])
+        assert refused.status_code == 503
+        headers = {k.decode().lower(): v.decode() for k, v in refused.headers or []}
+        assert headers["retry-after"] == "30"
+        body = json.loads(refused.body or b"")
+        assert body["code"] == "service_unavailable" and body["request_id"]
+        assert f"poll GET /checkout/{sids[2]}/status" in body["message"]
+    async with open_websocket_url(_socket_url(server, sids[2])) as ws:
+        assert json.loads(await ws.get_message())["status"] == "created"
+
+
 def test_every_limit_is_in_the_api_reference() -> None:
     text = API_MD.read_text()
     section = text[text.index("\n## Limits\n") :]
@@ -122,6 +267,9 @@ def test_every_limit_is_in_the_api_reference() -> None:
         ("subscriptions per test clock", limits.MAX_SUBSCRIPTIONS_PER_TEST_CLOCK),
         ("refunds per payment", limits.MAX_REFUNDS_PER_PAYMENT),
         ("webhook endpoints per merchant", limits.MAX_WEBHOOK_ENDPOINTS_PER_MERCHANT),
+        ("active API keys per merchant", limits.MAX_ACTIVE_API_KEYS_PER_MERCHANT),
+        ("websockets per hosted page", limits.MAX_STATUS_SOCKETS_PER_PAGE),
+        ("websockets of all hosted pages", limits.MAX_STATUS_SOCKETS_PER_PROCESS),
     ):
         assert re.search(rf"^\| {label} \| {value:,}\b", section, re.M), label
     for code in ("test_clock_advance_too_far", "test_clock_limit_reached", "invalid_json"):
