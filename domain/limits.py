@@ -22,9 +22,10 @@ MAX_REFUNDS_PER_PAYMENT = 100
 MAX_WEBHOOK_ENDPOINTS_PER_MERCHANT = 16
 
 # A merchant's active (unrevoked) API keys: each is listed on the dashboard's keys page and
-# by `fgcpay key list`. Creating keys is rate limited but never ends on its own; Stripe,
-# too, bounds the keys of an account. A test fleet wants one key per service or CI job:
-# 100 leaves room for that and revoking one frees its place.
+# by `fgcpay key list`, and nothing else stops their number growing (the dashboard's form
+# and the operator's command make them at any pace); Stripe, too, bounds an account's
+# keys. A test fleet wants a key per service or CI job: 100 leaves room for that, and
+# revoking one frees its place.
 MAX_ACTIVE_API_KEYS_PER_MERCHANT = 100
 # Revoked keys are kept (their rows say when each was used last), so they are not bounded;
 # the keys page lists the most recent of them only (`fgcpay key list` prints all).
