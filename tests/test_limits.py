@@ -7,14 +7,18 @@ both backends."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 
 import pytest
+import trio
 from fgcpay.admin import KeyInputError, create_api_key, create_merchant, revoke_api_key
 from fgcpay.domain import limits
-from fgcpay.storage import merchants
+from fgcpay.storage import merchants, open_database
 from helpers import (
     Server,
     add_endpoint,
@@ -167,8 +171,6 @@ async def test_active_api_keys_per_merchant_in_the_dashboard(
 async def test_active_api_keys_per_merchant_by_the_operator(
     database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fgcpay.storage import open_database
-
     monkeypatch.setattr(limits, "MAX_ACTIVE_API_KEYS_PER_MERCHANT", 2)
     async with open_database(database_url) as db:
         created = await create_merchant(db, "Acme", new_email())  # its first key
@@ -186,6 +188,36 @@ async def test_active_api_keys_per_merchant_by_the_operator(
         # Another merchant has its own.
         other = await create_merchant(db, "Other", new_email())
         await create_api_key(db, other.merchant.id)
+
+
+def test_key_create_at_the_bound_says_so_in_one_line_and_exits_2(
+    tmp_path: Path, database_url: str
+) -> None:
+    """The operator's command, at the real bound: the merchant's first key and 99 more
+    made in-process, then `fgcpay key create` refused."""
+
+    async def fill() -> str:
+        async with open_database(database_url) as db:
+            merchant_id = (await create_merchant(db, "Acme", new_email())).merchant.id
+            for n in range(limits.MAX_ACTIVE_API_KEYS_PER_MERCHANT - 1):
+                await create_api_key(db, merchant_id, f"key {n}")
+            return merchant_id
+
+    merchant_id = trio.run(fill)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FGCPAY_")}
+    env.update({"FGCPAY_DATABASE_URL": database_url, "FGCPAY_SECRET_KEY": "s" * 40})
+    result = subprocess.run(
+        [sys.executable, "-m", "fgcpay.cli", "key", "create", "--merchant", merchant_id],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("{")]
+    assert lines[0].startswith("fgcpay: database "), result.stderr
+    assert lines[1:] == [
+        f"fgcpay: merchant {merchant_id} has 100 active keys, the most one may have:"
+        " revoke one first (fgcpay key revoke)"
+    ]
 
 
 def _socket_url(server: Server, session_id: str) -> str:
