@@ -13,6 +13,14 @@ from __future__ import annotations
 MAX_TEST_CLOCKS_PER_MERCHANT = 100
 MAX_SUBSCRIPTIONS_PER_TEST_CLOCK = 100
 
+# A test clock's charges over its life: each advance is bounded (`advance_bounds`), but
+# advance after advance a clock's subscriptions pile up charges (a daily one, 2.9 million
+# by 9999), and deleting the clock deletes them all in one transaction, holding the
+# database's writer meanwhile; `GET /transactions?subscription_id=` reads all of one
+# subscription's. 100,000 is ten advances at their bound, 273 years of a daily
+# subscription; the clock is then deleted and another made.
+MAX_CHARGES_PER_TEST_CLOCK = 100_000
+
 # Every refund of a payment is read to know what is left to refund, and listed with it;
 # a 1,000,000 FGC payment could otherwise hold 100 million refunds of 0.01.
 MAX_REFUNDS_PER_PAYMENT = 100

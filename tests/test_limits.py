@@ -13,6 +13,7 @@ import subprocess
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -26,6 +27,7 @@ from helpers import (
     create_test_clock,
     new_email,
     signed_up,
+    wait_until,
 )
 from hosted import Customer, new_session, paid_session
 from trio_websocket import ConnectionRejected, open_websocket_url
@@ -82,6 +84,58 @@ async def test_subscriptions_per_test_clock(
     await create_subscription(merchant)
     other = await create_test_clock(merchant, "2027-01-01T00:00:00Z")
     await create_subscription(merchant, test_clock=other["id"])
+
+
+async def test_charges_of_a_test_clock_over_its_life(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(limits, "MAX_CHARGES_PER_TEST_CLOCK", 5)
+    merchant = await server.merchant()
+    anchor = "2027-01-01T00:00:00Z"
+    clock = await create_test_clock(merchant, anchor)
+    sub = await create_subscription(merchant, interval="daily", test_clock=clock["id"])
+    approved = await server.running.service.subscriptions.approve(sub["id"], "TEST-0001", "1234")
+    assert approved.outcome == "approved"  # its first charge
+    advance = f"/test_clocks/{clock['id']}/advance"
+
+    async def ready() -> bool:
+        got = await merchant.get(f"/test_clocks/{clock['id']}")
+        return bool(got.json()["status"] == "ready")
+
+    def refused_to(response: Any, left: int) -> str:
+        assert response.status_code == 400, response.text
+        body = response.json()
+        assert body["code"] == "test_clock_advance_too_far" and body["request_id"]
+        assert "at most 5 charges over its life" in body["message"]
+        assert f"may bill {left} more" in body["message"] and "delete the clock" in body["message"]
+        found: str = body["details"]["max_frozen_time"]
+        return found
+
+    # Ten days would be ten renewals; four are left: up to just before the fifth day's.
+    furthest = refused_to(
+        await merchant.post(advance, json={"frozen_time": "2027-01-11T00:00:00Z"}), 4
+    )
+    assert furthest == "2027-01-05T23:59:59.999Z"
+    unchanged = (await merchant.get(f"/test_clocks/{clock['id']}")).json()
+    assert unchanged["frozen_time"] == "2027-01-01T00:00:00.000Z"
+    ok = await merchant.post(advance, json={"frozen_time": furthest})
+    assert ok.status_code == 200, ok.text
+    await wait_until(ready, within=60.0, what="the test clock reads ready")
+    listed = await merchant.get("/transactions", params={"subscription_id": sub["id"]})
+    assert len(listed.json()["data"]) == 5
+    # Nothing is left: no further advance that bills, not even a day.
+    assert (
+        refused_to(await merchant.post(advance, json={"frozen_time": "2027-01-07T00:00:00Z"}), 0)
+        == furthest
+    )
+    # Deleting the clock ends it; another clock starts afresh.
+    assert (await merchant.delete(f"/test_clocks/{clock['id']}")).status_code == 200
+    fresh = await create_test_clock(merchant, anchor)
+    await create_subscription(merchant, interval="daily", test_clock=fresh["id"])
+    moved = await merchant.post(
+        f"/test_clocks/{fresh['id']}/advance", json={"frozen_time": "2027-01-11T00:00:00Z"}
+    )
+    assert moved.status_code == 200, moved.text  # nothing approved on it: nothing billed
 
 
 async def test_refunds_per_payment(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -299,6 +353,7 @@ def test_every_limit_is_in_the_api_reference() -> None:
         ("subscriptions per test clock", limits.MAX_SUBSCRIPTIONS_PER_TEST_CLOCK),
         ("refunds per payment", limits.MAX_REFUNDS_PER_PAYMENT),
         ("webhook endpoints per merchant", limits.MAX_WEBHOOK_ENDPOINTS_PER_MERCHANT),
+        ("charges of a test clock over its life", limits.MAX_CHARGES_PER_TEST_CLOCK),
         ("active API keys per merchant", limits.MAX_ACTIVE_API_KEYS_PER_MERCHANT),
         ("websockets per hosted page", limits.MAX_STATUS_SOCKETS_PER_PAGE),
         ("websockets of all hosted pages", limits.MAX_STATUS_SOCKETS_PER_PROCESS),
