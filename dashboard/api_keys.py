@@ -26,6 +26,8 @@ MAX_NAME_LENGTH = 100
 # The one-use token of a create form: 32 characters of `secrets.token_urlsafe`; a longer
 # one is no token of ours.
 MAX_FORM_TOKEN_LENGTH = 64
+# A key id is `key_` and 16 characters; a longer `?revoked=` names none of ours.
+MAX_KEY_ID_LENGTH = 64
 
 
 async def _list(status: int = 200, *, name: str = "", problem: str | None = None) -> Response:
@@ -36,7 +38,7 @@ async def _list(status: int = 200, *, name: str = "", problem: str | None = None
         merchants.api_keys_shown, merchant_id, limits.MOST_REVOKED_API_KEYS_SHOWN
     )
     # The notice after a revocation (`?revoked=<id>`) names the key only once it is revoked.
-    asked = request.args.get("revoked", "")[:MAX_FORM_TOKEN_LENGTH]
+    asked = request.args.get("revoked", "")[:MAX_KEY_ID_LENGTH]
     revoked = None
     if asked:
         key = await service.db.read(merchants.api_key_of, merchant_id, asked)
