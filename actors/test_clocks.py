@@ -126,6 +126,14 @@ class TestClocks:
             started = await self.db.write(
                 clock_rows.begin_bounded_advance, current, frozen_time, self.clock.now_us()
             )
+            if isinstance(started, TooFar) and started.charges_left is not None:
+                raise errors.TestClockAdvanceTooFar(
+                    "A test clock's subscriptions may be billed at most "
+                    f"{limits.MAX_CHARGES_PER_TEST_CLOCK:,} charges over its life; this one"
+                    f" may bill {started.charges_left:,} more. Advance to max_frozen_time or"
+                    " earlier, or delete the clock and make another.",
+                    {"max_frozen_time": iso_ms(started.max_frozen_time)},
+                )
             if isinstance(started, TooFar):
                 raise errors.TestClockAdvanceTooFar(
                     "One advance may bill at most "

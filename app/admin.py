@@ -14,7 +14,7 @@ from fgcpay.actors.checkout_session import CheckoutSessionActor
 from fgcpay.actors.refunds import RefundDesk, Refunds
 from fgcpay.actors.subscription import SubscriptionActor
 from fgcpay.clock import SystemClock
-from fgcpay.domain import balances, customers, ids
+from fgcpay.domain import balances, customers, ids, limits
 from fgcpay.domain.balances import Totals
 from fgcpay.domain.errors import ServiceError, ValidationFailed
 from fgcpay.domain.fields import EmailError, email_address, unreadable
@@ -121,7 +121,8 @@ async def create_api_key(
 ) -> CreatedKey:
     """A new test API key for the merchant; the raw key is returned, never stored.
 
-    Raises KeyInputError for an unknown merchant or a name over 100 characters.
+    Raises KeyInputError for an unknown merchant, a name over 100 characters, or a
+    merchant that has the most active keys already (`domain.limits`).
     """
     if name is not None:
         name = name.strip() or None
@@ -132,7 +133,12 @@ async def create_api_key(
     await _existing_merchant(db, merchant_id)
     now = time.time_ns() // 1000 if now_us is None else now_us
     key = new_api_key(merchant_id, now, name)
-    await db.write(merchants.insert_api_key, key.record)
+    most = limits.MAX_ACTIVE_API_KEYS_PER_MERCHANT
+    if not await db.write(merchants.insert_api_key_within, key.record, most):
+        raise KeyInputError(
+            f"merchant {merchant_id} has {most} active keys, the most one may have:"
+            " revoke one first (fgcpay key revoke)"
+        )
     return CreatedKey(key=key.record, api_key=key.raw)
 
 

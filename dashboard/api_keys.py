@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
+from fgcpay.domain import limits
 from fgcpay.domain.fields import unreadable
 from fgcpay.domain.merchants import new_api_key
 from fgcpay.http.plumbing import current_service
@@ -25,18 +26,29 @@ MAX_NAME_LENGTH = 100
 # The one-use token of a create form: 32 characters of `secrets.token_urlsafe`; a longer
 # one is no token of ours.
 MAX_FORM_TOKEN_LENGTH = 64
+# A key id is `key_` and 16 characters; a longer `?revoked=` names none of ours.
+MAX_KEY_ID_LENGTH = 64
 
 
 async def _list(status: int = 200, *, name: str = "", problem: str | None = None) -> Response:
     service = current_service()
-    keys = await service.db.read(merchants.api_keys_of, current().merchant.id)
+    merchant_id = current().merchant.id
+    # Every active key (they are bounded) and only the most recently revoked (they are not).
+    shown = await service.db.read(
+        merchants.api_keys_shown, merchant_id, limits.MOST_REVOKED_API_KEYS_SHOWN
+    )
     # The notice after a revocation (`?revoked=<id>`) names the key only once it is revoked.
-    asked = request.args.get("revoked")
-    revoked = next((k for k in keys if k.id == asked and k.revoked_at is not None), None)
+    asked = request.args.get("revoked", "")[:MAX_KEY_ID_LENGTH]
+    revoked = None
+    if asked:
+        key = await service.db.read(merchants.api_key_of, merchant_id, asked)
+        revoked = key if key is not None and key.revoked_at is not None else None
     return await render(
         "api_keys.html",
         status,
-        keys=keys,
+        keys=shown.active + shown.revoked,
+        revoked_not_shown=shown.revoked_not_shown,
+        most_active=limits.MAX_ACTIVE_API_KEYS_PER_MERCHANT,
         name=name,
         problem=problem,
         revoked=revoked,
@@ -68,7 +80,11 @@ async def create_api_key() -> Response:
         )
     key = new_api_key(current().merchant.id, service.clock.now_us(), name)
     token_hash = hashlib.sha256(form_token.encode()).hexdigest()
-    stored = await service.db.write(merchants.insert_api_key_once, key.record, token_hash)
+    most = limits.MAX_ACTIVE_API_KEYS_PER_MERCHANT
+    stored = await service.db.write(merchants.insert_api_key_once, key.record, token_hash, most)
+    if stored is None:
+        problem = f"You have {most} active keys, the most one may have: revoke one first."
+        return await _list(409, name=name, problem=problem)
     if stored.id != key.record.id:
         # This form was sent before: its key was shown then, and only then.
         return await render("api_key_already_created.html", key=stored)

@@ -76,35 +76,46 @@ def charges_by(billable: Billable, until_us: int) -> int:
 
 @attrs.frozen
 class TooFar:
-    """An advance refused for its bounds: `max_frozen_time` is as far as one may go now."""
+    """An advance refused for its bounds: `max_frozen_time` is as far as one may go now.
+    `charges_left` is set when what bound it was the clock's charges over its life
+    (`domain.limits.MAX_CHARGES_PER_TEST_CLOCK`): how many it may still bill."""
 
     max_frozen_time: int
+    charges_left: int | None = None
 
 
-def within(billables: Sequence[Billable], until_us: int) -> bool:
-    """Whether one advance up to `until_us` stays within both bounds."""
+def within(
+    billables: Sequence[Billable], until_us: int, most_charges: int = MAX_CHARGES_PER_ADVANCE
+) -> bool:
+    """Whether one advance up to `until_us` stays within both bounds, billing at most
+    `most_charges` in all (fewer than `MAX_CHARGES_PER_ADVANCE` when the clock has little
+    left of its life's charges)."""
     total = 0
     for billable in billables:
         count = charges_by(billable, until_us)
         if count > MAX_PERIODS_PER_SUBSCRIPTION:
             return False
         total += count
-        if total > MAX_CHARGES_PER_ADVANCE:
+        if total > most_charges:
             return False
     return True
 
 
-def max_frozen_time(billables: Sequence[Billable], frozen_time_us: int) -> int:
+def max_frozen_time(
+    billables: Sequence[Billable],
+    frozen_time_us: int,
+    most_charges: int = MAX_CHARGES_PER_ADVANCE,
+) -> int:
     """The furthest time an advance from `frozen_time_us` may reach within both bounds (the
     end of the time range when nothing would pass them). The counts only grow with the
     time, so a binary search over the microseconds: some 60 rounds, each counting every
     subscription once in constant time."""
-    if within(billables, MAX_TIME_US):
+    if within(billables, MAX_TIME_US, most_charges):
         return MAX_TIME_US
     low, high = frozen_time_us, MAX_TIME_US  # within at low, not at high
     while high - low > 1:
         middle = (low + high) // 2
-        if within(billables, middle):
+        if within(billables, middle, most_charges):
             low = middle
         else:
             high = middle

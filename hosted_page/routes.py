@@ -10,10 +10,12 @@ import trio
 from fgcpay.actors.authorization import ALREADY_FINAL
 from fgcpay.actors.checkout_session import PAID, ConfirmResult
 from fgcpay.actors.subscription import APPROVED, ApproveResult
-from fgcpay.domain import checkout, errors, subscriptions
+from fgcpay.domain import checkout, errors, limits, subscriptions
 from fgcpay.domain.subscriptions import Subscription
 from fgcpay.http.errors import api_error_response, database_unavailable
 from fgcpay.http.plumbing import current_service
+from fgcpay.live_status import HubFull
+from fgcpay.live_status import Subscription as StatusSubscription
 from fgcpay.storage import DatabaseUnavailable, merchants
 from quart import Blueprint, Response, redirect, render_template, request, websocket
 
@@ -278,7 +280,10 @@ async def status_socket(session_id: str) -> Response | None:
     """Sends `{"id", "status"}` at once and after every change; closes once final
     (`views.stops_at`: a subscription's page stays live while active or past due).
 
-    An unknown id is refused in the handshake with 404. While the database (or the
+    An unknown id is refused in the handshake with 404; a page holding
+    `MAX_STATUS_SOCKETS_PER_PAGE` sockets in this process already with 429, and any page
+    while the process holds `MAX_STATUS_SOCKETS_PER_PROCESS` with 503 (`domain.limits`):
+    the page's script then polls `GET /checkout/<id>/status`. While the database (or the
     session's actor) cannot answer, it closes with 1013 "Try Again Later".
     """
     service = current_service()
@@ -290,14 +295,23 @@ async def status_socket(session_id: str) -> Response | None:
         return None
     if session is None:
         return _not_found_json()
-    await websocket.accept()
     try:
-        try:
-            await _send_changes(service, session)
-        except (DatabaseUnavailable, errors.Unavailable):
-            await websocket.close(TRY_AGAIN_LATER, "unavailable, try again later")
-            return None
-        await websocket.close(1000, "final")
+        # Subscribed before accepting, so a socket past the bounds is refused in the
+        # handshake, and before reading, so no change between the read and now is missed.
+        with service.status_hub.subscribe(
+            session.id,
+            most_each=limits.MAX_STATUS_SOCKETS_PER_PAGE,
+            most_in_all=limits.MAX_STATUS_SOCKETS_PER_PROCESS,
+        ) as subscription:
+            await websocket.accept()
+            try:
+                await _send_changes(session, subscription)
+            except (DatabaseUnavailable, errors.Unavailable):
+                await websocket.close(TRY_AGAIN_LATER, "unavailable, try again later")
+                return None
+            await websocket.close(1000, "final")
+    except HubFull as full:
+        return _json_error(_too_many_sockets(session.id, full))
     except trio.BusyResourceError:
         # The client closed the connection while a frame of ours was on its way: hypercorn
         # shuts the socket down (its `send_eof`) outside the lock its frames are sent
@@ -306,16 +320,44 @@ async def status_socket(session_id: str) -> Response | None:
     return None
 
 
-async def _send_changes(service: Any, session: views.Shown) -> None:
+# How long a refused socket is told to wait: the page polls meanwhile, and its script
+# waits at most this long between tries (checkout.js).
+SOCKET_RETRY_AFTER_SECONDS = 30
+
+
+def _too_many_sockets(session_id: str, full: HubFull) -> errors.ServiceError:
+    poll = f"GET /checkout/{session_id}/status"
+    if full.whole:
+        return errors.Unavailable(
+            f"This server holds the most live status connections it may ({full.most}):"
+            f" poll {poll} instead.",
+            retry_after_seconds=SOCKET_RETRY_AFTER_SECONDS,
+        )
+    return _PageSocketsFull(
+        f"This page has {full.most} live status connections open already, the most at"
+        f" once: close one, or poll {poll} instead.",
+        SOCKET_RETRY_AFTER_SECONDS,
+    )
+
+
+class _PageSocketsFull(errors.RateLimited):
+    """429 `rate_limited`, `Retry-After` and `details.retry_after_seconds` as every 429,
+    with a message that says what to do instead."""
+
+    def __init__(self, message: str, retry_after_seconds: int) -> None:
+        super().__init__(retry_after_seconds)
+        self.message = message
+        self.args = (message,)
+
+
+async def _send_changes(session: views.Shown, subscription: StatusSubscription) -> None:
     stops = views.stops_at(session)
-    with service.status_hub.subscribe(session.id) as subscription:
-        # Subscribed before reading, so no change between the read and now is missed.
-        fresh = await _find(session.id)
-        shown = fresh or session
-        current = _status_body(shown, await _now_of(shown))
-        await websocket.send(json.dumps(current))
-        while current["status"] not in stops:
-            update = await subscription.next()
-            if update["status"] != current["status"]:
-                current = {"id": session.id, "status": update["status"]}
-                await websocket.send(json.dumps(current))
+    fresh = await _find(session.id)
+    shown = fresh or session
+    current = _status_body(shown, await _now_of(shown))
+    await websocket.send(json.dumps(current))
+    while current["status"] not in stops:
+        update = await subscription.next()
+        if update["status"] != current["status"]:
+            current = {"id": session.id, "status": update["status"]}
+            await websocket.send(json.dumps(current))

@@ -105,8 +105,9 @@ ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
         "valid Unicode such as a lone surrogate escape, objects and arrays nested deeper than "
         f"{MAX_JSON_DEPTH} levels, or a top level that is not an object); "
         "`test_clock_advance_too_far` (one advance would bill more than 1,000 periods of a "
-        'subscription or 10,000 charges in all; details: `{"max_frozen_time"}`, the '
-        "furthest time an advance may reach now)",
+        "subscription or 10,000 charges in all, or the clock more than 100,000 charges over "
+        'its life; details: `{"max_frozen_time"}`, the furthest time an advance may reach '
+        "now)",
         (),
     ),
     401: (

@@ -91,9 +91,10 @@ async def get_test_clock(clock_id: str) -> Response:
         "Answers at once with the clock `advancing`; it reads `ready` once every renewal, "
         "retry and ending due up to `frozen_time` has run. Poll the clock to know. One "
         "advance may bill at most 1,000 periods of any one subscription and 10,000 charges "
-        "in all (renewals and retries): beyond either it is 400 "
-        "`test_clock_advance_too_far`, nothing changes, and `details.max_frozen_time` is "
-        "the furthest time an advance may reach now."
+        "in all (renewals and retries), and a clock's subscriptions at most 100,000 "
+        "charges over its life (then delete it and make another): beyond any of these it "
+        "is 400 `test_clock_advance_too_far`, nothing changes, and "
+        "`details.max_frozen_time` is the furthest time an advance may reach now."
     ),
     tag=TAG,
     body=test_clocks.TestClockAdvance,

@@ -4,11 +4,12 @@ processes commit, heard through the database."""
 
 from ._bells import Bell, EventBells
 from ._follow import follow_changes, publish_status, republish_statuses
-from ._hub import StatusHub, Subscription
+from ._hub import HubFull, StatusHub, Subscription
 
 __all__ = [
     "Bell",
     "EventBells",
+    "HubFull",
     "StatusHub",
     "Subscription",
     "follow_changes",

@@ -14,6 +14,19 @@ def subscriptions_on_clock(tx: Tx, clock_id: str) -> int:
     return int(tx.fetchval("SELECT COUNT(*) FROM subscriptions WHERE test_clock_id = ?", clock_id))
 
 
+def charges_on_clock(tx: Tx, clock_id: str) -> int:
+    """The ledger rows of every subscription on the clock, ended ones included: what
+    deleting the clock deletes (by `subscriptions_on_clock` and the ledger's one row per
+    period, bounded by `domain.limits.MAX_CHARGES_PER_TEST_CLOCK` itself)."""
+    return int(
+        tx.fetchval(
+            "SELECT COUNT(*) FROM transactions WHERE subscription_id IN"
+            " (SELECT id FROM subscriptions WHERE test_clock_id = ?)",
+            clock_id,
+        )
+    )
+
+
 def refunds_of_transaction(tx: Tx, merchant_id: str, transaction_id: str) -> int:
     """Every refund of the merchant's payment or charge, whatever its status (a rejected
     one is a row too, and a refund can be created and rejected again and again). Another

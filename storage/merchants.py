@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import attrs
 from fgcpay.domain.merchants import ApiKey, Merchant
 
-from ._database import Row, Tx
+from ._database import LockKey, Row, Tx, locks
 from ._status import guarded_update
 
 _KEY_COLUMNS = (
@@ -69,12 +70,51 @@ def insert_api_key(tx: Tx, key: ApiKey) -> None:
     )
 
 
-def insert_api_key_once(tx: Tx, key: ApiKey, form_token_hash: str) -> ApiKey:
+def _keys_of_merchant(key: ApiKey) -> list[LockKey]:
+    return [("api_keys", key.merchant_id)]
+
+
+def active_api_keys(tx: Tx, merchant_id: str) -> int:
+    """How many of the merchant's keys are not revoked (`domain.limits`)."""
+    return int(
+        tx.fetchval(
+            "SELECT COUNT(*) FROM api_keys WHERE merchant_id = ? AND revoked_at IS NULL",
+            merchant_id,
+        )
+    )
+
+
+@locks(_keys_of_merchant)
+def insert_api_key_within(tx: Tx, key: ApiKey, most: int) -> bool:
+    """Insert `key` unless its merchant has `most` active keys already; whether it did.
+
+    Two processes adding the merchant's last key must not both count a place free: on
+    PostgreSQL the writer takes the merchant's key (declared with `locks`) before the
+    group runs, so the second waits, then counts (as `event_stream.open_stream`)."""
+    if active_api_keys(tx, key.merchant_id) >= most:
+        return False
+    insert_api_key(tx, key)
+    return True
+
+
+@locks(_keys_of_merchant)
+def insert_api_key_once(tx: Tx, key: ApiKey, form_token_hash: str, most: int) -> ApiKey | None:
     """Insert `key`, made by the dashboard form whose one-use token hashes to
     `form_token_hash`, unless that form already made one: then nothing is inserted and
-    the key it made is returned (`key` itself when inserted). The unique index decides in
-    the insert itself, so two sends racing on any processes make one key: on PostgreSQL
-    the second insert waits for the first's commit, then reads its row."""
+    the key it made is returned (`key` itself when inserted). None, and nothing inserted,
+    when the form made none and the merchant has `most` active keys already. The
+    merchant's lock (`locks`, taken before the group on PostgreSQL) makes the two sends
+    of one form, and two forms at the bound, on any processes, wait for each other; the
+    unique index would still decide between two sends of one form."""
+    row = tx.fetchrow(
+        f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE merchant_id = ? AND form_token_hash = ?",
+        key.merchant_id,
+        form_token_hash,
+    )
+    if row is not None:
+        return _api_key(row)
+    if active_api_keys(tx, key.merchant_id) >= most:
+        return None
     inserted = tx.execute(
         f"INSERT INTO api_keys ({_KEY_COLUMNS}, form_token_hash)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -137,11 +177,47 @@ def api_key_by_hash(tx: Tx, key_hash: str) -> tuple[ApiKey, Merchant] | None:
 
 
 def api_keys_of(tx: Tx, merchant_id: str) -> list[ApiKey]:
+    """Every key of the merchant, revoked ones included (`fgcpay key list`)."""
     rows = tx.fetch(
         f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE merchant_id = ? ORDER BY created_at DESC, id DESC",
         merchant_id,
-    )
+    )  # fmt: skip
     return [_api_key(row) for row in rows]
+
+
+@attrs.frozen
+class KeysShown:
+    """The keys page's keys: every active one (bounded by `domain.limits`), the most
+    recently revoked, and how many revoked ones are not shown."""
+
+    active: list[ApiKey]
+    revoked: list[ApiKey]
+    revoked_not_shown: int
+
+
+def api_keys_shown(tx: Tx, merchant_id: str, most_revoked: int) -> KeysShown:
+    active = tx.fetch(
+        f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE merchant_id = ? AND revoked_at IS NULL"
+        " ORDER BY created_at DESC, id DESC",
+        merchant_id,
+    )
+    revoked = tx.fetch(
+        f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE merchant_id = ? AND revoked_at IS NOT NULL"
+        " ORDER BY revoked_at DESC, id DESC LIMIT ?",
+        merchant_id,
+        most_revoked,
+    )
+    all_revoked = int(
+        tx.fetchval(
+            "SELECT COUNT(*) FROM api_keys WHERE merchant_id = ? AND revoked_at IS NOT NULL",
+            merchant_id,
+        )
+    )
+    return KeysShown(
+        active=[_api_key(row) for row in active],
+        revoked=[_api_key(row) for row in revoked],
+        revoked_not_shown=all_revoked - len(revoked),
+    )
 
 
 def touch_api_key(tx: Tx, key_id: str, now_us: int) -> None:

@@ -16,6 +16,7 @@ advance still running then finds its rows gone and its conditional writes fail),
 from __future__ import annotations
 
 from fgcpay.domain import advance_bounds
+from fgcpay.domain import limits as domain_limits
 from fgcpay.domain.advance_bounds import Billable, TooFar
 from fgcpay.domain.customers import renewal_pays
 from fgcpay.domain.idempotency import Completion
@@ -147,11 +148,19 @@ def begin_bounded_advance(
     tx: Tx, clock: TestClock, frozen_time: int, now_us: int
 ) -> TestClock | TooFar | None:
     """`begin_advance`, unless the advance would bill more than its bounds
-    (`advance_bounds`): then `TooFar` with the furthest time it may reach, nothing written.
+    (`advance_bounds`, and what is left of the clock's charges over its life): then `TooFar` with the furthest time it may reach, nothing written.
     The subscriptions are read in the same transaction as the clock's write."""
     billables = billable(tx, clock.id)
     if not advance_bounds.within(billables, frozen_time):
         return TooFar(advance_bounds.max_frozen_time(billables, clock.frozen_time))
+    # The clock's charges over its life are bounded too (`domain.limits`): deleting the
+    # clock deletes them all in one transaction.
+    left = max(0, domain_limits.MAX_CHARGES_PER_TEST_CLOCK - limits.charges_on_clock(tx, clock.id))
+    if left < advance_bounds.MAX_CHARGES_PER_ADVANCE and not advance_bounds.within(
+        billables, frozen_time, left
+    ):
+        furthest = advance_bounds.max_frozen_time(billables, clock.frozen_time, left)
+        return TooFar(furthest, charges_left=left)
     return begin_advance(tx, clock, frozen_time, now_us)
 
 

@@ -1,5 +1,6 @@
 // Live status for the hosted checkout page: a websocket that reconnects with backoff
-// (a phone put to sleep drops it), and polling of /status when websockets keep failing.
+// (a phone put to sleep drops it), and polling of /status when websockets keep failing or
+// are refused (a page with many tabs open, a busy server: the handshake answers 429 or 503).
 (function () {
   "use strict";
   var body = document.body;
@@ -44,12 +45,14 @@
   function connect() {
     if (isFinal()) { return; }
     var scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    var opened = false;
     try {
       socket = new WebSocket(scheme + "//" + location.host + base + "/ws");
     } catch (e) {
       failures += 1; startPolling(); return;
     }
     socket.onopen = function () {
+      opened = true;
       failures = 0;
       if (pollTimer) { clearInterval(pollTimer); pollTimer = null; }
     };
@@ -60,7 +63,10 @@
       socket = null;
       if (isFinal()) { return; }
       failures += 1;
-      if (failures >= 3) { startPolling(); }
+      // Never opened: refused in the handshake or not reached. Poll at once and meanwhile,
+      // not only after three failures: a refusal may last as long as the other tabs do.
+      if (!opened && !pollTimer) { pollOnce(); }
+      if (!opened || failures >= 3) { startPolling(); }
       var delay = Math.min(30000, 500 * Math.pow(2, failures)) * (0.5 + Math.random() / 2);
       retryTimer = setTimeout(connect, delay);
     };
