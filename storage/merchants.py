@@ -55,18 +55,26 @@ def insert_merchant(tx: Tx, merchant: Merchant, key: ApiKey | None) -> bool:
     return True
 
 
-def insert_api_key(tx: Tx, key: ApiKey) -> None:
-    tx.execute(
-        f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        key.id,
-        key.merchant_id,
-        key.key_hash,
-        key.prefix,
-        key.last4,
-        key.created_at,
-        key.last_used_at,
-        key.revoked_at,
-        key.name,
+def insert_api_key(tx: Tx, key: ApiKey, form_token_hash: str | None = None) -> bool:
+    """Insert `key`; whether it was. `form_token_hash`: the SHA-256 of the one-use token of
+    the dashboard form that made it (the operator's keys have none): a form that made a
+    key already inserts nothing, the unique index deciding in this very statement."""
+    return bool(
+        tx.execute(
+            f"INSERT INTO api_keys ({_KEY_COLUMNS}, form_token_hash)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (merchant_id, form_token_hash) DO NOTHING",
+            key.id,
+            key.merchant_id,
+            key.key_hash,
+            key.prefix,
+            key.last4,
+            key.created_at,
+            key.last_used_at,
+            key.revoked_at,
+            key.name,
+            form_token_hash,
+        )
     )
 
 
@@ -106,39 +114,25 @@ def insert_api_key_once(tx: Tx, key: ApiKey, form_token_hash: str, most: int) ->
     merchant's lock (`locks`, taken before the group on PostgreSQL) makes the two sends
     of one form, and two forms at the bound, on any processes, wait for each other; the
     unique index would still decide between two sends of one form."""
-    row = tx.fetchrow(
-        f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE merchant_id = ? AND form_token_hash = ?",
-        key.merchant_id,
-        form_token_hash,
-    )
-    if row is not None:
-        return _api_key(row)
+    made = _made_by_form(tx, key.merchant_id, form_token_hash)
+    if made is not None:
+        return made
     if active_api_keys(tx, key.merchant_id) >= most:
         return None
-    inserted = tx.execute(
-        f"INSERT INTO api_keys ({_KEY_COLUMNS}, form_token_hash)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (merchant_id, form_token_hash) DO NOTHING",
-        key.id,
-        key.merchant_id,
-        key.key_hash,
-        key.prefix,
-        key.last4,
-        key.created_at,
-        key.last_used_at,
-        key.revoked_at,
-        key.name,
-        form_token_hash,
-    )
-    if inserted:
+    if insert_api_key(tx, key, form_token_hash):
         return key
+    made = _made_by_form(tx, key.merchant_id, form_token_hash)
+    assert made is not None, "the conflicting row is committed and never deleted"
+    return made
+
+
+def _made_by_form(tx: Tx, merchant_id: str, form_token_hash: str) -> ApiKey | None:
     row = tx.fetchrow(
         f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE merchant_id = ? AND form_token_hash = ?",
-        key.merchant_id,
+        merchant_id,
         form_token_hash,
     )
-    assert row is not None, "the conflicting row is committed and never deleted"
-    return _api_key(row)
+    return None if row is None else _api_key(row)
 
 
 def merchant_by_id(tx: Tx, merchant_id: str) -> Merchant | None:
