@@ -195,7 +195,7 @@ async def test_a_failing_sweep_backs_off_escalates_once_and_recovers_at_its_next
     caplog.set_level(logging.INFO, logger="fgcpay")
     counted, _ = await _escalations(server, LOOP_ESCALATED)
     sweeper.schedule(0)  # wake it now
-    await failed.wait()  # (not in a real database call any more: see `_failing`)
+    await _first_failure(failed)
     await _idle_for(clock, 60 - (trio.current_time() - failures[0]))
     # Bounded exponential backoff: at most 1, 2, 4, 8, 16, 30, 30 s apart (jitter shortens).
     gaps = [later - earlier for earlier, later in zip(failures, failures[1:], strict=False)]
@@ -228,6 +228,15 @@ async def test_a_failing_sweep_backs_off_escalates_once_and_recovers_at_its_next
     await server.shutdown()
 
 
+async def _first_failure(failed: trio.Event) -> None:
+    """Wait for the injected fault's first failure (see `_failing`). The loops the tests
+    break poll at least weekly (`start_server`'s settings), so one whose doorbell went
+    unheard still fails within a week of service time: beyond it, fail here rather than
+    wait for pytest's timeout."""
+    with trio.fail_after(8 * 86400):
+        await failed.wait()
+
+
 def _failing(failed: trio.Event) -> Callable[..., Awaitable[Any]]:
     """A step that always fails, setting `failed` at its first call: a test waits for it
     before it lets service time run (`_idle_for`), since the loop may still be in a real
@@ -253,7 +262,7 @@ async def test_the_dispatchers_claims_escalate_and_recover(
     monkeypatch.setattr(WebhookDispatcher, "_claim", _failing(failed))
     caplog.set_level(logging.INFO, logger="fgcpay")
     server.running.service.dispatcher.ring()
-    await failed.wait()
+    await _first_failure(failed)
     await _idle_for(clock, 120)
     ready = await _readyz(server)
     assert ready.json()["details"] == {"escalated": ["loop webhook claims"]}
@@ -282,7 +291,7 @@ async def test_a_failing_test_clock_advance_escalates_then_finishes_once_the_fau
     path = f"/test_clocks/{test_clock['id']}"
     advanced = await merchant.post(f"{path}/advance", json={"frozen_time": "2026-02-01T00:00:00Z"})
     assert advanced.status_code == 200, advanced.text
-    await failed.wait()
+    await _first_failure(failed)
     await _idle_for(clock, 120)
     ready = await _readyz(server)
     assert ready.json()["details"] == {"escalated": ["loop test clock advance"]}
