@@ -151,9 +151,11 @@ class RateLimited(ServiceError):
     status = 429
     code = "rate_limited"
 
-    def __init__(self, retry_after_seconds: int) -> None:
+    def __init__(self, retry_after_seconds: int, message: str | None = None) -> None:
+        """`message`: what to do instead, where there is more to say than to wait."""
         super().__init__(
-            f"Too many requests. Retry after {retry_after_seconds} "
+            message
+            or f"Too many requests. Retry after {retry_after_seconds} "
             + ("second." if retry_after_seconds == 1 else "seconds."),
             {"retry_after_seconds": retry_after_seconds},
         )
@@ -166,12 +168,11 @@ class TooManyStreams(RateLimited):
     code = "too_many_streams"
 
     def __init__(self, most: int, retry_after_seconds: int) -> None:
-        super().__init__(retry_after_seconds)
-        self.message = (
+        super().__init__(
+            retry_after_seconds,
             f"{most} event streams are open for this merchant already, the most at once:"
-            " close one first."
+            " close one first.",
         )
-        self.args = (self.message,)
         self.details = {"retry_after_seconds": retry_after_seconds, "most_streams": most}
 
 

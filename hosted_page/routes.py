@@ -333,21 +333,11 @@ def _too_many_sockets(session_id: str, full: HubFull) -> errors.ServiceError:
             f" poll {poll} instead.",
             retry_after_seconds=SOCKET_RETRY_AFTER_SECONDS,
         )
-    return _PageSocketsFull(
+    return errors.RateLimited(
+        SOCKET_RETRY_AFTER_SECONDS,
         f"This page has {full.most} live status connections open already, the most at"
         f" once: close one, or poll {poll} instead.",
-        SOCKET_RETRY_AFTER_SECONDS,
     )
-
-
-class _PageSocketsFull(errors.RateLimited):
-    """429 `rate_limited`, `Retry-After` and `details.retry_after_seconds` as every 429,
-    with a message that says what to do instead."""
-
-    def __init__(self, message: str, retry_after_seconds: int) -> None:
-        super().__init__(retry_after_seconds)
-        self.message = message
-        self.args = (message,)
 
 
 async def _send_changes(session: views.Shown, subscription: StatusSubscription) -> None:
