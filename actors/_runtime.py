@@ -18,7 +18,7 @@
   whole) may hand it over (`loaded`): an activation by that ask starts from it instead of
   reading it again. A state that is stale by then is harmless, as any state held in
   memory is: storage decides with conditional writes, and the actor reloads on a refusal.
-- Supervision, as OTP does it (`fgcpay.supervision`): an actor that raises, handling a
+- Supervision, as OTP does it (`fgcpay.core.supervision`): an actor that raises, handling a
   message or loading its state, is restarted from storage at once; the message it was
   handling is answered 503. Each kind has a restart budget (`restart_limit` crashes
   within `restart_period` seconds, in this process); past it the kind escalates
@@ -49,8 +49,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 import trio
+from fgcpay.core.supervision import Backoff, Budget, Supervised, Supervisor
 from fgcpay.domain import errors
-from fgcpay.supervision import Backoff, Budget, Supervised, Supervisor
 
 S = TypeVar("S")
 

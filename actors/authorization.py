@@ -10,9 +10,9 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import attrs
 import trio
-from fgcpay.clock import Clock
+from fgcpay.core.clock import Clock
+from fgcpay.core.logs import log_event
 from fgcpay.domain import customers
-from fgcpay.logs import log_event
 from fgcpay.storage import Database, Tx
 from fgcpay.storage import customers as customer_rows
 

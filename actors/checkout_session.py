@@ -6,24 +6,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
-from fgcpay.clock import Clock
+from fgcpay.core.clock import Clock
+from fgcpay.core.logs import log_event
 from fgcpay.domain import checkout, errors, ids, money
 from fgcpay.domain.checkout import CheckoutRequest, CheckoutSession
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.transactions import PAYMENT, Transaction
 from fgcpay.domain.webhooks import Event, new_event
-from fgcpay.logs import log_event
 from fgcpay.storage import Database, checkout_sessions
 from fgcpay.storage.owned import OwnedRows
 
 from ._runtime import ActorHost
 from .authorization import ALREADY_FINAL, MESSAGES, Authorized, authorize
-
-if TYPE_CHECKING:
-    from .refunds import RefundDesk
+from .refund_desk import RefundDesk
 
 KIND = "checkout_session"
 _FINAL = checkout.STATES.final  # paid, expired: a customer's next request is a read

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
-from fgcpay.clock import Clock
+from fgcpay.core.clock import Clock
 from fgcpay.domain import customers, errors, ids, limits, periods, subscriptions, transactions
 from fgcpay.domain import test_clocks as clock_rules
 from fgcpay.domain.idempotency import Completion, IdempotencyLost
@@ -24,9 +24,7 @@ from fgcpay.storage.owned import OwnedRows
 
 from ._runtime import ActorHost
 from .authorization import ALREADY_FINAL, MESSAGES, Authorized, authorize
-
-if TYPE_CHECKING:
-    from .refunds import RefundDesk
+from .refund_desk import RefundDesk
 
 KIND = "subscription"
 _FINAL = subscriptions.STATES.final

@@ -3,7 +3,7 @@ runs everything due on a clock up to its new time through the subscriptions' act
 
 An advance's step that fails, or a look for advances nobody runs, is retried after a
 backoff growing to half a minute; past their budget the loops `test clock advance` and
-`test clock resume` escalate to the service's supervisor (`fgcpay.supervision`), retry
+`test clock resume` escalate to the service's supervisor (`fgcpay.core.supervision`), retry
 quietly and recover at their next success."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import attrs
 import trio
-from fgcpay.clock import Clock
+from fgcpay.core.clock import Clock
 from fgcpay.domain import advance_bounds, errors, ids, limits
 from fgcpay.domain import test_clocks as clock_rules
 from fgcpay.domain.advance_bounds import TooFar

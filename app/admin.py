@@ -11,9 +11,11 @@ import attrs
 import trio
 from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessionActor
-from fgcpay.actors.refunds import RefundDesk, Refunds
+from fgcpay.actors.refund_desk import RefundDesk
+from fgcpay.actors.refunds import Refunds
 from fgcpay.actors.subscription import SubscriptionActor
-from fgcpay.clock import SystemClock
+from fgcpay.core.clock import SystemClock
+from fgcpay.core.settings import Settings
 from fgcpay.domain import balances, customers, ids, limits
 from fgcpay.domain.balances import Totals
 from fgcpay.domain.errors import ServiceError, ValidationFailed
@@ -30,7 +32,6 @@ from fgcpay.domain.merchants import (
 from fgcpay.domain.refunds import Refund
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.webhooks import Delivery, parse_delivery_query
-from fgcpay.settings import Settings
 from fgcpay.storage import Database, merchants
 from fgcpay.storage import balances as balance_rows
 from fgcpay.storage import customers as customer_rows

@@ -62,14 +62,14 @@ import hypercorn.trio.run
 import trio
 from fgcpay import server
 from fgcpay.cli import check_database, one_line
+from fgcpay.core.logs import JsonFormatter, log_event, logger
+from fgcpay.core.settings import PREFIX, Settings, database_shown, load_settings
 from fgcpay.domain import errors, ids
-from fgcpay.http.app import create_app
-from fgcpay.http.errors import JSON_TYPE, error_body
-from fgcpay.http.plumbing import protocol_error_answer
-from fgcpay.logs import JsonFormatter, log_event, logger
-from fgcpay.proxies import behind_proxies
 from fgcpay.service import Service, gil_switch_interval, open_service, start_up_heap_frozen
-from fgcpay.settings import PREFIX, Settings, database_shown, load_settings
+from fgcpay.web.errors import JSON_TYPE, error_body
+from fgcpay.web.plumbing import protocol_error_answer
+from fgcpay.web.proxies import behind_proxies
+from fgcpay.web_app import create_app
 from hypercorn.typing import (
     ASGIFramework,
     ASGIReceiveCallable,
@@ -106,7 +106,7 @@ def asgi_settings(env: Mapping[str, str] | None = None) -> Settings:
 class _Running:
     quart: QuartTrio
     service: Service
-    # The Quart app as served: behind trusted proxies (`fgcpay.proxies`), if any.
+    # The Quart app as served: behind trusted proxies (`fgcpay.web.proxies`), if any.
     served: ASGIFramework
 
 

@@ -21,8 +21,8 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import trio
-from fgcpay.logs import configure_logging, log_event
-from fgcpay.settings import (
+from fgcpay.core.logs import configure_logging, log_event
+from fgcpay.core.settings import (
     ConfigError,
     Settings,
     database_location,
@@ -681,8 +681,8 @@ def _supervise(settings: Settings, sockets: Any, workers: int) -> int:
                 exit_code = 1
                 stop_line.close()
     # The workers shared their metrics through a directory derived from this process
-    # (fgcpay.metrics): nobody reads it once they have all ended.
-    from fgcpay.metrics_files import remove_workers_directory
+    # (fgcpay.core.metrics): nobody reads it once they have all ended.
+    from fgcpay.core.metrics_files import remove_workers_directory
 
     remove_workers_directory()
     return exit_code

@@ -16,7 +16,7 @@ from __future__ import annotations
 from multiprocessing.process import BaseProcess
 
 import hypercorn.run
-from fgcpay.server import KEEP_ALIVE_SECONDS, MAX_HEADER_BYTES
+from fgcpay.web.limits import KEEP_ALIVE_SECONDS, MAX_HEADER_BYTES
 
 
 class ServeDefaults:

@@ -43,7 +43,7 @@ Timeouts: a connection that sends no complete request head within `KEEP_ALIVE_SE
 (idle between requests, or headers never finished) is closed: by hypercorn's keep-alive
 timer until its first request, by `_KeepAlive` (5.) after it. A request body that does
 not arrive within `BODY_TIMEOUT_SECONDS` is answered 408 by the app
-(`fgcpay.http.plumbing`), then closed as above.
+(`fgcpay.web.plumbing`), then closed as above.
 """
 
 from __future__ import annotations
@@ -60,6 +60,9 @@ from urllib.parse import urlsplit
 import h11
 import hypercorn.protocol
 import trio
+from fgcpay.web.limits import (
+    LINGER_SECONDS,
+)
 from hypercorn.config import Config
 from hypercorn.events import Closed, Event, RawData, Updated
 from hypercorn.protocol.events import Body, EndBody, Response
@@ -73,11 +76,6 @@ from hypercorn.typing import (
     WorkerContext,
 )
 
-KEEP_ALIVE_SECONDS = 5.0
-BODY_TIMEOUT_SECONDS = 30.0
-LINGER_SECONDS = 5.0
-# The request line and headers together; larger heads are answered 431.
-MAX_HEADER_BYTES = 64 * 1024
 # Enough of a request line to find its path in a request h11 refused.
 _MAX_REQUEST_LINE = 8192
 

@@ -18,29 +18,28 @@ from typing import Any
 
 import attrs
 import trio
-from fgcpay import metrics, server
+from fgcpay import server
+from fgcpay.accounts import Accounts
 from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessionActor, CheckoutSessions
 from fgcpay.actors.ledger import Ledger
-from fgcpay.actors.refunds import RefundDesk, Refunds
+from fgcpay.actors.refund_desk import RefundDesk
+from fgcpay.actors.refunds import Refunds
 from fgcpay.actors.subscription import SubscriptionActor, Subscriptions
 from fgcpay.actors.test_clocks import TestClocks
-from fgcpay.clock import Clock, SystemClock
-from fgcpay.dashboard.accounts import Accounts
+from fgcpay.core import metrics
+from fgcpay.core.clock import Clock, SystemClock
+from fgcpay.core.logs import log_event
+from fgcpay.core.settings import Settings, default_public_url
+from fgcpay.core.supervision import Supervisor
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.customers import TEST_CUSTOMERS, pin_hmac
 from fgcpay.domain.dashboard import SESSION_IDLE_US
 from fgcpay.domain.merchants import ApiKey
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.subscriptions import Subscription
-from fgcpay.http.app import create_app
-from fgcpay.http.plumbing import protocol_error_answer
-from fgcpay.http.rate_limit import RateLimiter
 from fgcpay.live_status import EventBells, StatusHub, follow_changes, publish_status
-from fgcpay.logs import log_event
-from fgcpay.proxies import behind_proxies
 from fgcpay.server import ServerConfig
-from fgcpay.settings import Settings, default_public_url
 from fgcpay.storage import (
     Database,
     customers,
@@ -50,9 +49,13 @@ from fgcpay.storage import (
     open_database,
     sign_in_attempts,
 )
-from fgcpay.supervision import Supervisor
 from fgcpay.timers.expiry import ExpirySweeper
 from fgcpay.timers.renewals import RenewalSweeper
+from fgcpay.web import limits
+from fgcpay.web.plumbing import protocol_error_answer
+from fgcpay.web.proxies import behind_proxies
+from fgcpay.web.rate_limit import RateLimiter
+from fgcpay.web_app import create_app
 from fgcpay.webhooks.dispatcher import WebhookDispatcher
 from fgcpay.webhooks.endpoints import WebhookEndpoints
 from fgcpay.webhooks.stream import EventStreams
@@ -316,8 +319,8 @@ def hypercorn_config(settings: Settings, workers: int = 1) -> ServerConfig:
     config.errorlog = logging.getLogger("hypercorn.error")
     config.backlog = 1024
     # Connection limits and timeouts: see fgcpay.server.
-    config.keep_alive_timeout = server.KEEP_ALIVE_SECONDS
-    config.h11_max_incomplete_size = server.MAX_HEADER_BYTES
+    config.keep_alive_timeout = limits.KEEP_ALIVE_SECONDS
+    config.h11_max_incomplete_size = limits.MAX_HEADER_BYTES
     return config
 
 

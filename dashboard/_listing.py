@@ -15,14 +15,14 @@ import attrs
 from fgcpay.domain import errors
 from fgcpay.domain.lists import parse_list_query
 from fgcpay.domain.money import format_fgc
-from fgcpay.http.plumbing import current_service
+from fgcpay.web.plumbing import current_service
 from pydantic import BaseModel
 from quart import Response, request, url_for
 
 from ._pages import current, not_found, render
 
 if TYPE_CHECKING:
-    from fgcpay.service import Service
+    from fgcpay.web.service import Service
 
 Item = TypeVar("Item")
 # (service, merchant_id, filter value, starting_after, limit) -> (items, has_more)

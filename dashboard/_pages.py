@@ -11,12 +11,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlencode
 
+from fgcpay.accounts import Current
 from fgcpay.domain import errors
 from fgcpay.hosted_page import security
-from fgcpay.http.plumbing import current_service
+from fgcpay.web.plumbing import current_service
 from quart import Blueprint, Response, g, redirect, render_template, request
-
-from .accounts import Current
 
 blueprint = Blueprint(
     "dashboard",
@@ -47,7 +46,7 @@ View = Callable[..., Awaitable[Response]]
 
 
 def client_address() -> str:
-    # Behind trusted proxies, the client they forwarded (`fgcpay.proxies` resolved it).
+    # Behind trusted proxies, the client they forwarded (`fgcpay.web.proxies` resolved it).
     client = request.scope.get("client")
     return str(client[0]) if client else "unknown"
 
@@ -55,7 +54,7 @@ def client_address() -> str:
 def _secure() -> bool:
     settings = current_service().settings
     if settings.trusted_proxy_hops and not settings.public_url_set:
-        # The scheme the proxy forwarded: the one the browser uses (`fgcpay.proxies`).
+        # The scheme the proxy forwarded: the one the browser uses (`fgcpay.web.proxies`).
         return request.scheme == "https"
     return settings.public_url.startswith("https://")
 
@@ -191,7 +190,7 @@ def current() -> Current:
 async def error_page(error: errors.ServiceError) -> Response:
     """The page of an error under /dashboard (an unknown page, a wrong method, a form too
     large, the database away, our own failure): the layout's HTML, never the API's JSON.
-    `fgcpay.http.errors` sets its status-specific headers (Retry-After, Allow)."""
+    `fgcpay.web.errors` sets its status-specific headers (Retry-After, Allow)."""
     if error.status == 404:
         return await not_found()
     if error.status == 503:

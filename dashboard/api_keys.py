@@ -16,8 +16,8 @@ import secrets
 from fgcpay.domain import limits
 from fgcpay.domain.fields import unreadable
 from fgcpay.domain.merchants import new_api_key
-from fgcpay.http.plumbing import current_service
 from fgcpay.storage import merchants
+from fgcpay.web.plumbing import current_service
 from quart import Response, request
 
 from ._pages import blueprint, current, form_expired, not_found, render, see_other, signed_in

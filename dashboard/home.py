@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fgcpay.domain import balances
 from fgcpay.domain.money import format_fgc
-from fgcpay.http.plumbing import current_service
+from fgcpay.web.plumbing import current_service
 from quart import Response
 
 from ._chart import chart, day_label

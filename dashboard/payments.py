@@ -8,7 +8,7 @@ from __future__ import annotations
 from fgcpay.domain import checkout, errors, subscriptions
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.subscriptions import Subscription
-from fgcpay.http.plumbing import current_service
+from fgcpay.web.plumbing import current_service
 from quart import Response, request
 
 from ._listing import Listing, amount, detail_page, find, list_page

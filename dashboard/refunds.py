@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from fgcpay.domain import errors, refunds
 from fgcpay.domain.refunds import Refund
-from fgcpay.http.plumbing import current_service
+from fgcpay.web.plumbing import current_service
 from quart import Response, request
 
 from ._listing import Listing, amount, detail_page, list_page

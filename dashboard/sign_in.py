@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fgcpay.http.plumbing import current_service
+from fgcpay.accounts import Refused, SignedIn
+from fgcpay.web.plumbing import current_service
 from quart import Response, request
 
 from ._pages import (
@@ -19,7 +20,6 @@ from ._pages import (
     set_cookie,
     signed_in,
 )
-from .accounts import Refused, SignedIn
 
 
 def _signed_in(signed: SignedIn, location: str) -> Response:

@@ -15,7 +15,7 @@ from typing import Any
 
 from fgcpay.domain import endpoints, errors, webhooks
 from fgcpay.domain.endpoints import WebhookEndpoint
-from fgcpay.http.plumbing import current_service
+from fgcpay.web.plumbing import current_service
 from fgcpay.webhooks.delivery_log import DeliveryLog
 from quart import Response, request
 

@@ -1,5 +1,5 @@
 """The one error hierarchy. Every failure a caller may see is a `ServiceError`; the HTTP
-layer maps it to the ApiError body in one place (`fgcpay.http.errors`)."""
+layer maps it to the ApiError body in one place (`fgcpay.web.errors`)."""
 
 from __future__ import annotations
 

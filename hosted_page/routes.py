@@ -12,11 +12,11 @@ from fgcpay.actors.checkout_session import PAID, ConfirmResult
 from fgcpay.actors.subscription import APPROVED, ApproveResult
 from fgcpay.domain import checkout, errors, limits, subscriptions
 from fgcpay.domain.subscriptions import Subscription
-from fgcpay.http.errors import api_error_response, database_unavailable
-from fgcpay.http.plumbing import current_service
 from fgcpay.live_status import HubFull
 from fgcpay.live_status import Subscription as StatusSubscription
 from fgcpay.storage import DatabaseUnavailable, merchants
+from fgcpay.web.errors import api_error_response, database_unavailable
+from fgcpay.web.plumbing import current_service
 from quart import Blueprint, Response, redirect, render_template, request, websocket
 
 from . import security, views

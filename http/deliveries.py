@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from fgcpay.domain import webhooks
 from fgcpay.domain.lists import Page, envelope
+from fgcpay.web.plumbing import current_service, principal
+from fgcpay.web.responses import json_response
 from fgcpay.webhooks.delivery_log import DeliveryLog
 from quart import Blueprint, Response, request
 
 from .operations import operation
-from .plumbing import current_service, principal
-from .responses import json_response
 
 blueprint = Blueprint("deliveries", __name__, url_prefix="/api/v1")
 

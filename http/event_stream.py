@@ -20,11 +20,11 @@ from fgcpay.domain import event_stream as rules
 from fgcpay.domain.event_stream import StreamHelloWire, StreamPingWire, parse_stream_query
 from fgcpay.domain.webhooks import EventWire
 from fgcpay.storage import DatabaseUnavailable
+from fgcpay.web.errors import api_error_response, database_unavailable
+from fgcpay.web.plumbing import current_service, handshake_headers, log_request, principal
 from quart import Blueprint, Response, g, request, websocket
 
-from .errors import api_error_response, database_unavailable
 from .operations import operation
-from .plumbing import current_service, handshake_headers, log_request, principal
 
 blueprint = Blueprint("event_stream", __name__, url_prefix="/api/v1")
 

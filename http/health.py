@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from fgcpay.domain import errors
 from fgcpay.storage import DatabaseUnavailable
+from fgcpay.web.plumbing import current_service
 from quart import Blueprint, Response, jsonify
-
-from .plumbing import current_service
 
 blueprint = Blueprint("health", __name__)
 
@@ -25,7 +24,7 @@ async def readyz() -> Response:
     """The database answers and nothing escalated; 503 `service_unavailable` otherwise.
 
     An escalated part (an actor kind or a background loop past its restart budget, see
-    `fgcpay.supervision`) is named in the message and in `details.escalated`; the rest of
+    `fgcpay.core.supervision`) is named in the message and in `details.escalated`; the rest of
     the service still serves, and readiness returns once the part recovers.
 
     Ids quarantined now (an actor that crashed again within its restart period: its asks

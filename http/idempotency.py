@@ -24,6 +24,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import attrs
 import trio
+from fgcpay.core.logs import log_event
 from fgcpay.domain import errors
 from fgcpay.domain.idempotency import (
     Completion,
@@ -34,15 +35,13 @@ from fgcpay.domain.idempotency import (
 )
 from fgcpay.domain.idempotency import fingerprint as request_fingerprint
 from fgcpay.domain.secret_box import SecretBox
-from fgcpay.logs import log_event
 from fgcpay.storage import Database
 from fgcpay.storage import idempotency as idempotency_rows
+from fgcpay.web.body import received
+from fgcpay.web.errors import api_error_response
+from fgcpay.web.plumbing import current_object, current_service, principal
+from fgcpay.web.responses import JSON_TYPE, dump
 from quart import Request, Response, g, request
-
-from .body import received
-from .errors import api_error_response
-from .plumbing import current_object, current_service, principal
-from .responses import JSON_TYPE, dump
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fgcpay.domain import balances, transactions
 from fgcpay.domain.lists import Page, envelope, reject_query
+from fgcpay.web.plumbing import current_service, principal
+from fgcpay.web.responses import json_response
 from quart import Blueprint, Response, request
 
 from .operations import operation
-from .plumbing import current_service, principal
-from .responses import json_response
 
 blueprint = Blueprint("ledger", __name__, url_prefix="/api/v1")
 TAG = "Ledger"

@@ -1,4 +1,4 @@
-"""`GET /metrics`: the Prometheus text of every metric (`fgcpay.metrics`), outside /api/v1.
+"""`GET /metrics`: the Prometheus text of every metric (`fgcpay.core.metrics`), outside /api/v1.
 
 With `FGCPAY_METRICS_TOKEN` set it asks for `Authorization: Bearer <token>` (compared in
 constant time; a wrong one is 401, counted per client address like a failed API key).
@@ -14,13 +14,12 @@ import logging
 
 import attrs
 import trio
-from fgcpay import metrics
+from fgcpay.core import metrics
+from fgcpay.core.logs import log_event
 from fgcpay.domain import errors
-from fgcpay.logs import log_event
 from fgcpay.storage import backlogs
+from fgcpay.web.plumbing import METRICS_ROUTE, current_service, limit_by_address
 from quart import Blueprint, Response, current_app, request
-
-from .plumbing import METRICS_ROUTE, current_service, limit_by_address
 
 blueprint = Blueprint("metrics", __name__)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cache
 from typing import Any
 
 from fgcpay.domain import webhooks
@@ -13,6 +12,8 @@ from fgcpay.domain.checkout import AMOUNT_SCHEMA
 from fgcpay.domain.errors import FieldErrorWire
 from fgcpay.domain.event_stream import CLOSE_CODES
 from fgcpay.domain.fields import COMPONENT, Metadata
+from fgcpay.web.errors import ApiError
+from fgcpay.web.plumbing import API_PREFIX
 from pydantic import TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import core_schema
@@ -20,9 +21,7 @@ from quart import Blueprint, Response, current_app
 from quart_trio import QuartTrio
 
 from . import openapi_parts as parts
-from .errors import ApiError
 from .operations import Operation, declared, operation
-from .plumbing import API_PREFIX
 
 blueprint = Blueprint("openapi", __name__)
 EXTENSION = "fgcpay.openapi"
@@ -250,15 +249,6 @@ def install(app: QuartTrio) -> None:
     if built is None:
         built = _BUILT[routes] = json.dumps(build(app), indent=2).encode()
     app.extensions[EXTENSION] = built
-
-
-@cache
-def document() -> dict[str, Any]:
-    """The document as a fresh app generates it (for tests and tools; no service needed)."""
-    from .app import create_app
-
-    doc: dict[str, Any] = json.loads(create_app(None).extensions[EXTENSION])  # type: ignore[arg-type]
-    return doc
 
 
 @blueprint.get("/api/v1/openapi.json")

@@ -8,8 +8,7 @@ from typing import Any
 from fgcpay.domain import idempotency, ids
 from fgcpay.domain.json_depth import MAX_JSON_DEPTH
 from fgcpay.domain.lists import QUERY_MESSAGE
-
-from .body import MAX_BODY_BYTES
+from fgcpay.web.body import MAX_BODY_BYTES
 
 INFO: dict[str, Any] = {
     "title": "fgcpay Merchant Payments API",

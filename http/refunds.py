@@ -6,13 +6,13 @@ from __future__ import annotations
 from fgcpay.domain import errors, limits, refunds
 from fgcpay.domain.lists import Page, envelope, parse_list_query
 from fgcpay.storage import limits as limit_counts
+from fgcpay.web.body import json_object, no_body
+from fgcpay.web.plumbing import current_service, principal
+from fgcpay.web.responses import json_response
 from quart import Blueprint, Response, request
 
-from .body import json_object, no_body
 from .idempotency import decided_by, idempotent
 from .operations import operation
-from .plumbing import current_service, principal
-from .responses import json_response
 
 blueprint = Blueprint("refunds", __name__, url_prefix="/api/v1")
 TAG = "Refunds"

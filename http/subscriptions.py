@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from fgcpay.domain import errors, subscriptions
 from fgcpay.domain.lists import Page, envelope, parse_list_query
+from fgcpay.web.body import json_object, no_body
+from fgcpay.web.plumbing import current_service, principal
+from fgcpay.web.responses import json_response
 from quart import Blueprint, Response, request
 
-from .body import json_object, no_body
 from .idempotency import created, decided_by, idempotent
 from .operations import operation
-from .plumbing import current_service, principal
-from .responses import json_response
 
 blueprint = Blueprint("subscriptions", __name__, url_prefix="/api/v1/subscriptions")
 TAG = "Subscriptions"

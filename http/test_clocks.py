@@ -7,14 +7,14 @@ from typing import Annotated
 from fgcpay.domain import test_clocks
 from fgcpay.domain.fields import validate
 from fgcpay.domain.lists import Page, envelope, parse_list_query
+from fgcpay.web.body import json_object
+from fgcpay.web.plumbing import current_service, principal
+from fgcpay.web.responses import json_response
 from pydantic import Field
 from quart import Blueprint, Response, request
 
-from .body import json_object
 from .idempotency import created, idempotent
 from .operations import operation
-from .plumbing import current_service, principal
-from .responses import json_response
 
 blueprint = Blueprint("test_clocks", __name__, url_prefix="/api/v1/test_clocks")
 TAG = "Test clocks"

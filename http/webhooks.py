@@ -6,13 +6,13 @@ import json
 
 from fgcpay.domain import endpoints, webhooks
 from fgcpay.domain.lists import Page, envelope, parse_list_query, reject_query
+from fgcpay.web.body import json_object, no_body
+from fgcpay.web.plumbing import current_service, principal
+from fgcpay.web.responses import json_response
 from quart import Blueprint, Response, request
 
-from .body import json_object, no_body
 from .idempotency import idempotent, idempotent_secret
 from .operations import operation
-from .plumbing import current_service, principal
-from .responses import json_response
 
 blueprint = Blueprint("webhooks", __name__, url_prefix="/api/v1")
 WEBHOOKS = "Webhooks"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 
 import trio
+from fgcpay.core.logs import log_event
 from fgcpay.domain.subscriptions import SUBSCRIPTION_PREFIX
-from fgcpay.logs import log_event
 from fgcpay.storage import Database, StorageError, checkout_sessions, event_stream, subscriptions
 
 from ._bells import EventBells

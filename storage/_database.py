@@ -17,7 +17,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import attrs
 import trio
-from fgcpay.metrics import ConnectionUse
+from fgcpay.core.metrics import ConnectionUse
 
 T = TypeVar("T")
 P = ParamSpec("P")

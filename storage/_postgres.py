@@ -43,8 +43,8 @@ from typing import Any
 
 import psycopg
 import trio
-from fgcpay.logs import log_event
-from fgcpay.metrics import ConnectionUse
+from fgcpay.core.logs import log_event
+from fgcpay.core.metrics import ConnectionUse
 from psycopg.rows import dict_row
 
 from ._database import (

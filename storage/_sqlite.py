@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from fgcpay.metrics import ConnectionUse
+from fgcpay.core.metrics import ConnectionUse
 
 from ._database import DatabaseUnavailable, RepoFn, Row, StorageError, select_one
 from ._migrations import Migration, sqlite_apply_migrations
@@ -106,7 +106,7 @@ def _connect(path: str, timeout_seconds: float) -> sqlite3.Connection:
 
 def _create_private(path: Path) -> None:
     """Create the database file, if missing, readable by its owner only (0600, and a
-    folder made for it 0700, whatever the umask: fgcpay.settings.private_folder does the
+    folder made for it 0700, whatever the umask: fgcpay.core.settings.private_folder does the
     same for the secret's). Made here, empty (SQLite reads an empty file as an empty
     database), because SQLite would make it 0644; its -wal and -shm files then take the
     database file's mode."""

@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 import trio
-from fgcpay import metrics
+from fgcpay.core import metrics
 
 from ._database import ManyFn, RepoFn, StorageError, batched_form
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
-from fgcpay.settings import Settings
+from fgcpay.core.settings import Settings
 from fgcpay.storage import Database, open_database
 from helpers import (
     BACKENDS,

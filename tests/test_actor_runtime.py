@@ -497,7 +497,7 @@ async def test_an_actor_backing_off_answers_at_once(
 
 
 async def test_an_unavailable_answer_carries_retry_after() -> None:
-    from fgcpay.http.errors import api_error_response
+    from fgcpay.web.errors import api_error_response
     from quart_trio import QuartTrio
 
     app = QuartTrio(__name__)

@@ -7,9 +7,9 @@ import sys
 import httpx
 import pytest
 import trio
+from fgcpay.core.settings import Settings
 from fgcpay.domain import ids
 from fgcpay.service import GIL_SWITCH_SECONDS, gil_switch_interval
-from fgcpay.settings import Settings
 from fgcpay.storage import merchants
 from helpers import Server, start_server
 

@@ -23,7 +23,7 @@ import httpx
 import pytest
 import trio
 from fgcpay.asgi import ServiceApp, asgi_settings
-from fgcpay.logs import logger
+from fgcpay.core.logs import logger
 from fgcpay.service import hypercorn_config
 from fgcpay.webhooks import verify_delivery
 from helpers import TEST_SECRET, make_settings, open_stream, valid_body, wait_until

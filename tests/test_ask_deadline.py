@@ -18,8 +18,8 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from fgcpay.clock import TrioClock
-from fgcpay.settings import Settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from fgcpay.storage import idempotency as idempotency_rows
 from fgcpay.storage import refunds as refund_rows
 from fgcpay.storage import subscriptions as subscription_rows

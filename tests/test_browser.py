@@ -15,9 +15,9 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from fgcpay.clock import TrioClock
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from fgcpay.domain import subscriptions
-from fgcpay.settings import Settings
 from helpers import (
     WAIT_MS,
     Server,

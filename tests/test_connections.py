@@ -16,9 +16,9 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from fgcpay.clock import TrioClock
-from fgcpay.server import BODY_TIMEOUT_SECONDS, KEEP_ALIVE_SECONDS, LINGER_SECONDS
-from fgcpay.settings import Settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
+from fgcpay.web.limits import BODY_TIMEOUT_SECONDS, KEEP_ALIVE_SECONDS, LINGER_SECONDS
 from helpers import Server, start_server
 
 API_ERROR_FIELDS = {"code", "message", "details", "request_id"}

@@ -24,11 +24,11 @@ import trio
 import trio.testing
 from fgcpay.actors import authorization
 from fgcpay.actors.subscription import APPROVED
-from fgcpay.clock import TrioClock
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from fgcpay.domain import customers as customer_rules
 from fgcpay.domain import event_stream as stream_rules
 from fgcpay.domain import periods
-from fgcpay.settings import Settings
 from fgcpay.storage import checkout_sessions, customers
 from fgcpay.storage import event_stream as stream_rows
 from fgcpay.storage import idempotency as idempotency_rows

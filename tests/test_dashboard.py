@@ -15,10 +15,10 @@ import attrs
 import httpx
 import trio
 import trio.testing
+from fgcpay.accounts import Accounts
 from fgcpay.admin import create_merchant
-from fgcpay.clock import TrioClock
-from fgcpay.dashboard.accounts import Accounts
-from fgcpay.settings import Settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from helpers import (
     CLIENT_TLS,
     PASSWORD,

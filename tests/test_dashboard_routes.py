@@ -14,9 +14,9 @@ import attrs
 import httpx
 import trio
 from fgcpay.admin import create_merchant
-from fgcpay.http.app import create_app
 from fgcpay.storage import merchants
 from fgcpay.storage import webhooks as webhook_rows
+from fgcpay.web_app import create_app
 from helpers import (
     PASSWORD,
     Dashboard,

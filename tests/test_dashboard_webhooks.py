@@ -11,9 +11,9 @@ import re
 import trio
 import trio.testing
 from fgcpay.admin import create_merchant
-from fgcpay.clock import TrioClock
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from fgcpay.domain.webhooks import verify
-from fgcpay.settings import Settings
 from fgcpay.storage import webhooks as webhook_rows
 from helpers import (
     PASSWORD,

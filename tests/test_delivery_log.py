@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from fgcpay.clock import TrioClock
-from fgcpay.logs import JsonFormatter
-from fgcpay.settings import Settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.logs import JsonFormatter
+from fgcpay.core.settings import Settings
 from fgcpay.storage import Database, Tx, open_database
 from fgcpay.storage import _open as storage_module
 from fgcpay.storage import webhooks as webhook_rows

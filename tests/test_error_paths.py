@@ -16,8 +16,8 @@ import httpx
 import pytest
 import trio
 from fgcpay.actors.checkout_session import CheckoutSessions
+from fgcpay.core.settings import Settings
 from fgcpay.domain import errors
-from fgcpay.settings import Settings
 from helpers import Server, bearer, start_server, stream_url, subscription_to_approve
 from hosted import new_session
 from trio_websocket import ConnectionRejected, open_websocket_url
@@ -245,7 +245,7 @@ async def test_published_paths_still_answer_with_a_hostile_host(server: Server) 
 
 
 async def test_no_route_can_redirect_by_its_slashes(server: Server) -> None:
-    from fgcpay.http.app import create_app
+    from fgcpay.web_app import create_app
 
     app = create_app(server.running.service)
     assert app.url_map.strict_slashes and not app.url_map.merge_slashes

@@ -7,8 +7,8 @@ from typing import Any
 import attrs
 import trio
 import trio.testing
-from fgcpay.clock import TrioClock
-from fgcpay.settings import Settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from helpers import Server, create, start_server
 
 TTL = 120

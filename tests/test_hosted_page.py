@@ -9,10 +9,10 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from fgcpay.clock import TrioClock
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.logs import JsonFormatter
+from fgcpay.core.settings import Settings
 from fgcpay.domain import checkout
-from fgcpay.logs import JsonFormatter
-from fgcpay.settings import Settings
 from fgcpay.storage import customers, transactions
 from helpers import Server, create, start_server
 from hosted import Customer, message, new_session, page_status

@@ -13,7 +13,7 @@ from pathlib import Path
 import attrs
 import pytest
 import trio
-from fgcpay.settings import Settings
+from fgcpay.core.settings import Settings
 from fgcpay.webhooks import verify_delivery
 from helpers import MerchantClient, Server, start_server
 from hosted import paid_session

@@ -7,8 +7,8 @@ import json
 import attrs
 import trio
 import trio.testing
-from fgcpay.clock import TrioClock
-from fgcpay.settings import Settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from helpers import Server, start_server, subscription_to_approve
 from hosted import Customer, new_session
 from trio_websocket import ConnectionClosed, ConnectionRejected, open_websocket_url

@@ -18,8 +18,8 @@ import trio
 import trio.testing
 from fgcpay.actors import authorization
 from fgcpay.actors.checkout_session import CheckoutSessionActor
-from fgcpay.clock import TrioClock
-from fgcpay.settings import Settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from fgcpay.storage import Database, checkout_sessions, customers, open_database, transactions
 from fgcpay.storage import _open as storage_module
 from fgcpay.storage._database import Tx

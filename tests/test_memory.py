@@ -6,7 +6,7 @@ import gc
 
 import attrs
 import trio
-from fgcpay.settings import Settings
+from fgcpay.core.settings import Settings
 from helpers import create, start_server
 from quart.ctx import RequestContext
 

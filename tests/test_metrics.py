@@ -15,13 +15,13 @@ import pytest
 import trio
 import trio.testing
 from fgcpay.admin import create_merchant
-from fgcpay.clock import TrioClock
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import ConfigError, Settings, load_settings
 from fgcpay.domain import ids, money
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.endpoints import WebhookEndpoint
 from fgcpay.domain.webhooks import new_event
 from fgcpay.http.metrics import FACTS_MAX_AGE_SECONDS
-from fgcpay.settings import ConfigError, Settings, load_settings
 from fgcpay.storage import (
     Database,
     backlogs,

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
-from fgcpay import metrics_files
+from fgcpay.core import metrics_files
 from helpers import CLIENT_TLS, TEST_SECRET, Scrape, scrape, valid_body, wait_until
 from processes import HypercornProcess, ServiceProcess, ended_within, worker_pids
 from prometheus_client.mmap_dict import MmapedDict, mmap_key

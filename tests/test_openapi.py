@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 
-from fgcpay.http.openapi import document
+from fgcpay.http.api import document
 from helpers import Server
 
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
 
 
 def _served_operations(server: Server) -> set[tuple[str, str]]:
-    from fgcpay.http.app import create_app
+    from fgcpay.web_app import create_app
 
     app = create_app(server.running.service)
     found = set()

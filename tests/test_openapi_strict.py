@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from fgcpay.domain import money
-from fgcpay.http.openapi import document
+from fgcpay.http.api import document
 from helpers import (
     MerchantClient,
     Server,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fgcpay.settings import ConfigError, load_settings
+from fgcpay.core.settings import ConfigError, load_settings
 from helpers import wait_ready_blocking
 
 FGCPAY = [sys.executable, "-m", "fgcpay.cli"]

@@ -36,8 +36,8 @@ import httpx
 import psycopg
 import pytest
 import trio
-from fgcpay.server import KEEP_ALIVE_SECONDS
 from fgcpay.storage import DatabaseUnavailable, Tx, open_database
+from fgcpay.web.limits import KEEP_ALIVE_SECONDS
 from helpers import Server, make_settings, start_server, valid_body, wait_ready, wait_until
 from hosted import new_session
 from pg_cluster import PgCluster, start_cluster

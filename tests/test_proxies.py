@@ -20,10 +20,10 @@ import pytest
 import trio
 import trio.testing
 from fgcpay.asgi import ServiceApp
-from fgcpay.clock import TrioClock
-from fgcpay.logs import logger
-from fgcpay.proxies import behind_proxies, client_address
-from fgcpay.settings import ConfigError, Settings, load_settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.logs import logger
+from fgcpay.core.settings import ConfigError, Settings, load_settings
+from fgcpay.web.proxies import behind_proxies, client_address
 from helpers import CLIENT_TLS, TEST_SECRET, Dashboard, Server, new_email, sign_in, start_server
 from helpers._dashboard import PASSWORD
 from hypercorn.config import Config

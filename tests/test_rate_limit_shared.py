@@ -22,8 +22,8 @@ import pytest
 import trio
 import trio.lowlevel
 import trio.testing
-from fgcpay.clock import TrioClock
-from fgcpay.settings import Settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from fgcpay.storage import Database, rate_limits
 from helpers import MerchantClient, start_server, wait_ready_blocking
 
@@ -195,7 +195,7 @@ async def test_buckets_that_refilled_completely_are_purged(db: Database) -> None
 async def test_the_memory_for_shared_buckets_is_bounded(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fgcpay.http import rate_limit
+    from fgcpay.web import rate_limit
 
     monkeypatch.setattr(rate_limit, "MAX_BUCKETS", 40)
     limiter = rate_limit.RateLimiter(rate=10.0, burst=5, db=db)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import attrs
 import trio
 import trio.testing
-from fgcpay.clock import TrioClock
-from fgcpay.http.rate_limit import RateLimiter
-from fgcpay.settings import Settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
+from fgcpay.web.rate_limit import RateLimiter
 from helpers import start_server
 
 
@@ -54,7 +54,7 @@ async def test_failed_authentication_is_limited_per_client(
 
 
 async def test_bucket_memory_is_bounded(clock: trio.testing.MockClock) -> None:
-    from fgcpay.http import rate_limit
+    from fgcpay.web import rate_limit
 
     limiter = RateLimiter(rate=10.0, burst=5)
     for n in range(rate_limit.MAX_BUCKETS + 10):

@@ -15,8 +15,8 @@ import attrs
 import httpx
 import trio
 from fgcpay.admin import create_merchant
+from fgcpay.core.settings import Settings
 from fgcpay.domain import money
-from fgcpay.settings import Settings
 from fgcpay.storage import Tx, open_database
 from helpers import TEST_SECRET, MerchantClient, Server, create, start_server
 from hosted import TOKEN, Customer, paid_session

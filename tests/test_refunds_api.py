@@ -11,8 +11,8 @@ from typing import Any
 import attrs
 import trio
 import trio.testing
-from fgcpay.clock import TrioClock
-from fgcpay.settings import Settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from fgcpay.webhooks import verify_delivery
 from helpers import (
     MerchantClient,

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import trio
 from fgcpay.admin import create_merchant
+from fgcpay.core.logs import JsonFormatter
+from fgcpay.core.settings import Settings
 from fgcpay.domain.ids import API_KEY_PREFIX
-from fgcpay.logs import JsonFormatter
-from fgcpay.settings import Settings
 from fgcpay.storage._sqlite import sqlite_path
 from helpers import PASSWORD as DASHBOARD_PASSWORD
 from helpers import TEST_SECRET, MerchantClient, Server, sign_in, signed_up, start_server

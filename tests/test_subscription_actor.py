@@ -14,7 +14,8 @@ from fgcpay.actors import authorization as outcomes
 from fgcpay.actors import checkout_session
 from fgcpay.actors.subscription import APPROVED
 from fgcpay.actors.subscription import KIND as SUBSCRIPTION
-from fgcpay.clock import TrioClock
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from fgcpay.domain import errors, transactions
 from fgcpay.domain import subscriptions as subs
 from fgcpay.domain.periods import DAY_US
@@ -22,7 +23,6 @@ from fgcpay.domain.times import iso_ms
 from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
 from fgcpay.live_status import StatusHub, republish_statuses
 from fgcpay.service import Service
-from fgcpay.settings import Settings
 from fgcpay.storage import subscriptions as subscription_rows
 from fgcpay.storage import test_clocks as clock_rows
 from helpers import (

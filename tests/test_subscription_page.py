@@ -13,12 +13,12 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from fgcpay.clock import TrioClock
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from fgcpay.domain import checkout
 from fgcpay.domain import subscriptions as subs
 from fgcpay.domain.periods import DAY_US
 from fgcpay.domain.times import iso_ms
-from fgcpay.settings import Settings
 from fgcpay.storage import subscriptions as subscription_rows
 from fgcpay.storage import transactions
 from helpers import (

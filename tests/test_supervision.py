@@ -16,8 +16,8 @@ import trio
 import trio.testing
 from fgcpay.actors.subscription import SubscriptionActor
 from fgcpay.actors.test_clocks import TestClocks
-from fgcpay.clock import TrioClock
-from fgcpay.settings import Settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from fgcpay.timers.expiry import ExpirySweeper
 from fgcpay.webhooks.dispatcher import WebhookDispatcher
 from helpers import (

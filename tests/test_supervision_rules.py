@@ -1,4 +1,4 @@
-"""`fgcpay.supervision`'s rules on their own, on MockClock: a budget of N failures within
+"""`fgcpay.core.supervision`'s rules on their own, on MockClock: a budget of N failures within
 T seconds, the capped doubling backoff, and a supervisor that escalates a child once and
 recovers it when it goes quiet or succeeds."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import trio
 import trio.testing
-from fgcpay.supervision import Backoff, Budget, Supervisor
+from fgcpay.core.supervision import Backoff, Budget, Supervisor
 
 
 def test_a_budget_allows_n_failures_within_the_period_and_not_one_more() -> None:

@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 from fgcpay.actors import ActorHost
-from fgcpay.clock import TrioClock
+from fgcpay.core.clock import TrioClock
 from fgcpay.storage import Database
 from fgcpay.timers import _sweep
 from fgcpay.timers._sweep import Sweeper

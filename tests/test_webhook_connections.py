@@ -10,8 +10,8 @@ import math
 
 import trio
 import trio.testing
-from fgcpay.clock import TrioClock
-from fgcpay.settings import Settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from fgcpay.webhooks.client import DRAIN_LIMIT, NO_ANSWER
 from helpers import MerchantClient, Server, add_endpoint, queue_events, start_server
 from receiver import RawReceiver, Reply, start_raw_receiver

@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 import httpx
 import trio
-from fgcpay.settings import Settings
+from fgcpay.core.settings import Settings
 from helpers import start_server
 from processes import LEASE_SECONDS, ServiceProcess
 from receiver import reserve_port, start_receiver, url_of

@@ -13,9 +13,9 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from fgcpay.clock import SystemClock, TrioClock
+from fgcpay.core.clock import SystemClock, TrioClock
+from fgcpay.core.settings import ConfigError, Settings, load_settings
 from fgcpay.domain.secret_box import SecretBox
-from fgcpay.settings import ConfigError, Settings, load_settings
 from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.webhooks.dispatcher import WebhookDispatcher
 from helpers import TEST_SECRET, add_endpoint, start_server

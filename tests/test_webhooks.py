@@ -9,8 +9,8 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from fgcpay.clock import TrioClock
-from fgcpay.settings import Settings
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.webhooks import WebhookVerificationError, verify_delivery
 from helpers import Server, add_endpoint, start_server

@@ -50,7 +50,7 @@ def test_retry_hint_is_singular_for_one_second() -> None:
 
 def test_the_openapi_summary_claims_only_what_is_served() -> None:
     """`info` names no capability the document has no operation for."""
-    from fgcpay.http.openapi import document as generated
+    from fgcpay.http.api import document as generated
 
     document = generated()
     claims = (document["info"]["summary"] + " " + document["info"]["description"]).lower()

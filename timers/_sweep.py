@@ -10,7 +10,7 @@ first `SPREAD` batches due.
 
 A sweep that fails (the database is down, a bug) is retried after a backoff that grows to
 half a minute, and past its budget escalates to the service's supervisor
-(`fgcpay.supervision`): one ERROR line, `/readyz` 503 naming it, a metric. It keeps
+(`fgcpay.core.supervision`): one ERROR line, `/readyz` 503 naming it, a metric. It keeps
 retrying quietly and recovers at its first round that goes through.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 import trio
 from fgcpay.actors import ActorHost
-from fgcpay.clock import Clock
+from fgcpay.core.clock import Clock
 from fgcpay.storage import Database
 
 # Asks in flight per process: their writes share the writer's group commits, so many at

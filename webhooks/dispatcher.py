@@ -20,7 +20,7 @@ each with a fresh signature, records the attempts in batches, and schedules retr
   outcome is known.
 - Woken at once by a commit (`ring`), with polling as the authority (other processes'
   commits, retries coming due, lapsed leases of crashed processes).
-- Supervised (`fgcpay.supervision`): a claim or a record that fails is retried after a
+- Supervised (`fgcpay.core.supervision`): a claim or a record that fails is retried after a
   backoff growing to half a minute; past their budget the loops `webhook claims` and
   `webhook records` escalate (one ERROR line, `/readyz` 503, a metric), retry quietly,
   and recover at their first write that goes through.
@@ -43,16 +43,16 @@ from email.utils import parsedate_to_datetime
 
 import attrs
 import trio
-from fgcpay import metrics
-from fgcpay.clock import Clock
+from fgcpay.core import metrics
+from fgcpay.core.clock import Clock
+from fgcpay.core.logs import log_event
+from fgcpay.core.supervision import Supervisor
 from fgcpay.domain import errors, webhooks
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.domain.times import iso_ms
-from fgcpay.logs import log_event
 from fgcpay.storage import Database
 from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.storage.webhooks import AttemptRecord, DeliveryJob
-from fgcpay.supervision import Supervisor
 
 from . import destinations
 from ._slots import AHEAD, Slots

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import attrs
-from fgcpay.clock import Clock
+from fgcpay.core.clock import Clock
 from fgcpay.domain import errors, ids, limits, webhooks
 from fgcpay.domain.endpoints import WebhookEndpoint, to_json
 from fgcpay.domain.secret_box import SecretBox

@@ -18,14 +18,14 @@ from collections.abc import Awaitable, Callable
 
 import attrs
 import trio
-from fgcpay.clock import Clock
+from fgcpay.core.clock import Clock
+from fgcpay.core.logs import log_event
 from fgcpay.domain import errors, ids
 from fgcpay.domain import event_stream as rules
 from fgcpay.domain.errors import FieldError
 from fgcpay.domain.lists import query_error
 from fgcpay.domain.webhooks import EVENT_RETENTION_US, Event
 from fgcpay.live_status import EventBells
-from fgcpay.logs import log_event
 from fgcpay.storage import Database, DatabaseUnavailable, StorageError, event_stream
 from fgcpay.storage.event_stream import START, Position
 

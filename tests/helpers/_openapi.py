@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from fgcpay.http.openapi import document
+from fgcpay.http.api import document
 from jsonschema import Draft202012Validator
 
 

@@ -9,9 +9,9 @@ import attrs
 import httpx
 import trio
 from fgcpay.admin import CreatedMerchant, create_merchant
-from fgcpay.clock import Clock
+from fgcpay.core.clock import Clock
+from fgcpay.core.settings import Settings
 from fgcpay.service import Running, serve
-from fgcpay.settings import Settings
 from fgcpay.storage import Database
 
 BACKENDS = ["sqlite", "postgresql"]

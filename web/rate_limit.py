@@ -29,10 +29,10 @@ import math
 
 import attrs
 import trio
-from fgcpay.clock import Clock, SystemClock
-from fgcpay.logs import log_event
+from fgcpay.core.clock import Clock, SystemClock
+from fgcpay.core.logs import log_event
+from fgcpay.core.supervision import Supervisor
 from fgcpay.storage import Database, rate_limits
-from fgcpay.supervision import Supervisor
 
 MAX_BUCKETS = 100_000
 # How long a request may wait for the database's reservation before the limiter gives

@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from fgcpay import metrics
+from fgcpay.core import metrics
+from fgcpay.core.logs import log_event
 from fgcpay.domain import errors, ids
-from fgcpay.logs import log_event
-from fgcpay.server import BODY_TIMEOUT_SECONDS, MAX_HEADER_BYTES
+from fgcpay.web.limits import BODY_TIMEOUT_SECONDS, MAX_HEADER_BYTES
 from quart import Request, Response, current_app, g, request, websocket
 from quart.typing import ResponseTypes
 from quart_trio import QuartTrio
@@ -25,9 +25,7 @@ from .auth import Principal, authenticate
 from .body import MAX_BODY_BYTES
 from .errors import JSON_TYPE, HeadersTooLarge, error_body
 from .rate_limit import RateLimiter, Verdict
-
-if TYPE_CHECKING:
-    from fgcpay.service import Service
+from .service import Service
 
 API_PREFIX = "/api/v1"
 # Public documents under the prefix that need no key.
@@ -35,10 +33,16 @@ PUBLIC_API_PATHS = frozenset({API_PREFIX + "/openapi.json"})
 # Answered scrapes are logged at DEBUG: at INFO, one line per scrape per Prometheus
 # server would drown the requests that matter. A refused one is logged as any request.
 METRICS_ROUTE = "/metrics"
+_SERVICE = "fgcpay"  # the key of the running service in `app.extensions`
+
+
+def attach(app: QuartTrio, service: Service) -> None:
+    """Make `service` the one `current_service()` answers for `app`'s requests."""
+    app.extensions[_SERVICE] = service
 
 
 def current_service() -> Service:
-    service: Service = current_app.extensions["fgcpay"]
+    service: Service = current_app.extensions[_SERVICE]
     return service
 
 
@@ -58,7 +62,7 @@ def principal() -> Principal:
 
 
 def _client_address(scope: Mapping[str, Any] | None = None) -> str:
-    # Behind trusted proxies, the client they forwarded (`fgcpay.proxies` resolved it).
+    # Behind trusted proxies, the client they forwarded (`fgcpay.web.proxies` resolved it).
     client = (request.scope if scope is None else scope).get("client")
     return str(client[0]) if client else "unknown"
 

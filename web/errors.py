@@ -16,8 +16,8 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
+from fgcpay.core.logs import log_event
 from fgcpay.domain import errors
-from fgcpay.logs import log_event
 from fgcpay.storage import DatabaseUnavailable
 from pydantic import ConfigDict, Field, WithJsonSchema, with_config
 from quart import Response, g, has_request_context, request
@@ -91,7 +91,7 @@ class ApiError(TypedDict):
 
 
 class HeadersTooLarge(errors.ServiceError):
-    """The request head is over the server's limit (`fgcpay.server.MAX_HEADER_BYTES`)."""
+    """The request head is over the server's limit (`fgcpay.web.limits.MAX_HEADER_BYTES`)."""
 
     status = 431
     code = "request_header_fields_too_large"

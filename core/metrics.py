@@ -8,7 +8,7 @@ serve`, `hypercorn --workers 0`, the tests), or in prometheus-client's multiproc
 (one file per metric type and process id, added up at scrape time by whichever worker
 answers) when it is one of several: when `PROMETHEUS_MULTIPROC_DIR` names a directory, or
 when a `multiprocessing` parent started it (`fgcpay serve --workers N`'s supervisor,
-hypercorn's master). `fgcpay.metrics_files` finds the directory and keeps it clean.
+hypercorn's master). `fgcpay.core.metrics_files` finds the directory and keeps it clean.
 
 The gauges of a process (live actors, mailboxes, connections in use) are sampled: every
 `SAMPLE_SECONDS` in a worker of several, and by the process that answers a scrape just
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import attrs
 import prometheus_client
-from fgcpay.metrics_files import (
+from fgcpay.core.metrics_files import (
     ENV_DIRECTORY,
     choose_directory,
     forget_dead_processes,

@@ -1,5 +1,5 @@
 """Where the worker processes of one host keep their metrics: prometheus-client's
-multiprocess files, in one directory they all write to (`fgcpay.metrics` explains when a
+multiprocess files, in one directory they all write to (`fgcpay.core.metrics` explains when a
 process is one of several).
 
 The directory is `PROMETHEUS_MULTIPROC_DIR` when the operator sets it; otherwise the
@@ -27,7 +27,7 @@ import stat
 import tempfile
 import time
 
-from fgcpay.logs import log_event
+from fgcpay.core.logs import log_event
 from prometheus_client.multiprocess import mark_process_dead
 
 ENV_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"

@@ -85,7 +85,7 @@ def is_json_content_type(value: str | None) -> bool:
 async def received() -> bytes:
     """The request's whole body, read once: every read of Quart's cached body opens a
     cancel scope for its timeout, so the plumbing keeps what it received
-    (`fgcpay.http.plumbing`, before any route runs) and the routes use that."""
+    (`fgcpay.web.plumbing`, before any route runs) and the routes use that."""
     data: bytes | None = getattr(g, "request_body", None)
     if data is None:
         data = await request.get_data(cache=True, as_text=False, parse_form_data=False)

@@ -1,4 +1,4 @@
-"""Dashboard accounts: sign-up, sign-in with its limits, server-side sessions, sign-out.
+"""Merchant accounts: sign-up, sign-in with its limits, server-side sessions, sign-out.
 
 Passwords are hashed and checked off the event loop (argon2id takes tens of milliseconds
 of a core and 19 MiB), a few at a time, so sign-ins never stall other requests and a
@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 import attrs
 import trio
-from fgcpay.clock import Clock
+from fgcpay.core.clock import Clock
+from fgcpay.core.logs import log_event
 from fgcpay.domain import dashboard, ids
 from fgcpay.domain.dashboard import DashboardSession
 from fgcpay.domain.fields import EmailError, email_address, unreadable
@@ -24,7 +25,6 @@ from fgcpay.domain.merchants import (
     password_problem,
     verify_password,
 )
-from fgcpay.logs import log_event
 from fgcpay.storage import Database, dashboard_sessions, merchants, sign_in_attempts
 
 MAX_NAME_LENGTH = 200

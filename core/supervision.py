@@ -30,11 +30,11 @@ from typing import Any
 
 import attrs
 import trio
-from fgcpay import metrics
-from fgcpay.logs import log_event
+from fgcpay.core import metrics
+from fgcpay.core.logs import log_event
 
 # How much of an error's message a log line keeps: enough to recognize it, never a dump
-# (and `fgcpay.logs` masks anything shaped like a secret in what is kept).
+# (and `fgcpay.core.logs` masks anything shaped like a secret in what is kept).
 ERROR_CHARS = 200
 # The crashes one escalation line lists (the most recent).
 REPORTED_FAILURES = 10

@@ -1,38 +1,21 @@
-"""The Quart-trio application factory."""
+"""The web application: the merchant API, the hosted page and the dashboard, composed over
+the shared plumbing for one running service."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from fgcpay import dashboard
 from fgcpay.hosted_page import routes as hosted_page
+from fgcpay.http import api, openapi
+from fgcpay.web import errors, plumbing
+from fgcpay.web.body import MAX_BODY_BYTES
+from fgcpay.web.service import Service
 from quart_trio import QuartTrio
-
-from . import (
-    checkout_sessions,
-    deliveries,
-    errors,
-    event_stream,
-    health,
-    ledger,
-    metrics,
-    openapi,
-    plumbing,
-    refunds,
-    subscriptions,
-    test_clocks,
-    webhooks,
-)
-from .body import MAX_BODY_BYTES
-
-if TYPE_CHECKING:
-    from fgcpay.service import Service
 
 
 def create_app(service: Service) -> QuartTrio:
     """An app serving `service`: the merchant API, health checks and metrics, the hosted
     pages and the merchant dashboard."""
-    app = QuartTrio(__name__)
+    app = QuartTrio("fgcpay.web_app")
     app.config.update(
         MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
         # We start no Quart background tasks; waiting for them only delays exit.
@@ -46,22 +29,12 @@ def create_app(service: Service) -> QuartTrio:
     # `Host` header.
     app.url_map.strict_slashes = True
     app.url_map.merge_slashes = False
-    app.extensions["fgcpay"] = service
+    plumbing.attach(app, service)
     errors.register_error_handlers(
         app, {"/dashboard": dashboard.error_page, "/checkout": hosted_page.error_page}
     )
     plumbing.install(app)
-    app.register_blueprint(health.blueprint)
-    app.register_blueprint(metrics.blueprint)
-    app.register_blueprint(openapi.blueprint)
-    app.register_blueprint(checkout_sessions.blueprint)
-    app.register_blueprint(subscriptions.blueprint)
-    app.register_blueprint(test_clocks.blueprint)
-    app.register_blueprint(refunds.blueprint)
-    app.register_blueprint(ledger.blueprint)
-    app.register_blueprint(webhooks.blueprint)
-    app.register_blueprint(event_stream.blueprint)
-    app.register_blueprint(deliveries.blueprint)
+    api.register(app)
     app.register_blueprint(hosted_page.blueprint)
     app.register_blueprint(dashboard.blueprint)
     openapi.install(app)

@@ -32,7 +32,7 @@ class Settings:
     port: int = 8000
     public_url: str = "http://127.0.0.1:8000"
     # Whether FGCPAY_PUBLIC_URL was set: if not, behind trusted proxies, the scheme and
-    # host they forward are the request's (fgcpay.proxies).
+    # host they forward are the request's (fgcpay.web.proxies).
     public_url_set: bool = False
     secret_key: str = attrs.field(default="", repr=False)
     eur_cents_per_fgc: Decimal = Decimal(100)
@@ -49,7 +49,7 @@ class Settings:
     db_pool_size: int = 10
     db_timeout_seconds: float = 5.0
     log_level: str = "INFO"
-    # How many proxies in front append to X-Forwarded-For (fgcpay.proxies); 0: none.
+    # How many proxies in front append to X-Forwarded-For (fgcpay.web.proxies); 0: none.
     trusted_proxy_hops: int = 0
     # Whether anyone may create an account at /dashboard/sign-up (FGCPAY_DASHBOARD_SIGNUP=0: no).
     dashboard_signup: bool = True
