@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 from fgcpay.accounts import Current
 from fgcpay.domain import errors
-from fgcpay.hosted_page import security
+from fgcpay.web import page_security as security
 from fgcpay.web.plumbing import current_service
 from quart import Blueprint, Response, g, redirect, render_template, request
 

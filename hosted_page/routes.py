@@ -15,11 +15,12 @@ from fgcpay.domain.subscriptions import Subscription
 from fgcpay.live_status import HubFull
 from fgcpay.live_status import Subscription as StatusSubscription
 from fgcpay.storage import DatabaseUnavailable, merchants
+from fgcpay.web import page_security as security
 from fgcpay.web.errors import api_error_response, database_unavailable
 from fgcpay.web.plumbing import current_service
 from quart import Blueprint, Response, redirect, render_template, request, websocket
 
-from . import security, views
+from . import views
 
 blueprint = Blueprint(
     "hosted_page",

@@ -15,7 +15,7 @@ from fgcpay.admin import MerchantInputError, create_merchant
 from fgcpay.domain import fields, money
 from fgcpay.domain.checkout import CheckoutSessionCreate
 from fgcpay.domain.errors import ValidationFailed
-from fgcpay.hosted_page.security import page_headers
+from fgcpay.web.page_security import page_headers
 from helpers import MerchantClient, Server, valid_body
 
 JSON = {"Content-Type": "application/json"}

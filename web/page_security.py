@@ -1,7 +1,7 @@
-"""Headers and CSRF tokens for the hosted pages.
+"""Headers and CSRF tokens for the pages a browser shows: the hosted page and the dashboard.
 
-The page URL is a capability (whoever knows it can pay), so it must not leak through the
-Referer header, a cache, or a frame.
+A hosted page's URL is a capability (whoever knows it can pay) and a dashboard page shows
+a merchant's data: neither may leak through the Referer header, a cache, or a frame.
 """
 
 from __future__ import annotations
