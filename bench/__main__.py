@@ -3,6 +3,7 @@
     .venv/bin/python -m bench --list
     .venv/bin/python -m bench create [lists ...|all] [--sqlite|--pg|--both] [--quick] [--json F]
     .venv/bin/python -m bench report F.json [...] [--write docs/performance.md]
+    .venv/bin/python -m bench create --sqlite --baseline ../old/.venv/bin/fgcpay   (A/B)
 
 Each scenario starts `fgcpay serve` as an operator does (a temporary directory,
 127.0.0.1), on SQLite with 1 worker and on PostgreSQL (one durable throwaway cluster per
@@ -92,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         "--quiet-wait", type=float, help="s to wait for idle CPUs (30; 0 with --quick)"
     )
     parser.add_argument("--keep", action="store_true", help="keep the working directory (logs)")
+    parser.add_argument(
+        "--baseline",
+        metavar="FGCPAY",
+        help="another revision's fgcpay script (its checkout's .venv/bin/fgcpay): create "
+        "measures it too, in the same rounds on the same database (an A/B of a change)",
+    )
     args = parser.parse_args(argv)
     if args.list and args.scenarios:  # the sizes of those named
         if unknown := [n for n in args.scenarios if n not in SCENARIOS]:
@@ -119,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     profile = args.profile or ("never" if args.quick else "auto")
     backends = args.backends or ["sqlite", "postgres"]
     work = Path(tempfile.mkdtemp(prefix="fgcpay-bench-"))
-    ctx = Ctx(work, args.quick, profile, specs())
+    ctx = Ctx(work, args.quick, profile, specs(), baseline=args.baseline)
     info = machine() | {"command": "python -m bench " + shlex.join(argv), "quick": args.quick}
     cluster, failed = None, []
 

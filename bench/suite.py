@@ -126,6 +126,9 @@ class Ctx:
     profile: str  # auto (when a target is missed), always, never
     specs: dict[str, dict[str, Spec]]
     scenario: str = ""
+    # Another revision's `fgcpay` (its checkout's .venv/bin/fgcpay): scenarios that can
+    # measure it beside this tree's, in the same rounds, do (`--baseline`).
+    baseline: str | None = None
     figures: list[Figure] = field(default_factory=list)
     profiles: list[str] = field(default_factory=list)
 

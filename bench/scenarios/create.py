@@ -1,7 +1,8 @@
 """Creates against the ceiling of the same stack (bench/echo_app.py: the same request
 echoed), both measured in this run, the service with its request log at INFO; on
-PostgreSQL also 2 workers against 1, in the same rounds. docs/performance.md, "Creates",
-says how."""
+PostgreSQL also 2 workers against 1, in the same rounds; with `--baseline`, another
+revision's service on the same database, in the same rounds (an A/B of a change).
+docs/performance.md, "Creates", says how."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ FIGURES = {
     "ratio": Spec("creates / echo ceiling, same body and headers", "x", {"sqlite": 0.8, "postgres": 0.7}, higher=True),
     "cpu": Spec("service CPU per create", "ms"),
     "scaling": Spec("creates, 2 workers / 1 worker", "x", {"postgres": 1.8}, higher=True),
+    "baseline": Spec("creates, this tree / --baseline's", "x", higher=True),
 }  # fmt: skip
 # Many short rounds, the sides alternating: the machine's speed drifts within minutes (the
 # echo's CPU per request moved by a quarter between two runs ten minutes apart), and a
@@ -46,8 +48,12 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
     # With several workers, one worker on the same database too, in the same rounds.
     one = b.server("fgcpay-1w", workers=1, FGCPAY_LOG_LEVEL="INFO") if b.workers > 1 else None
     singles: list[Load] = []
+    baseline = b.server("baseline", FGCPAY_LOG_LEVEL="INFO") if ctx.baseline else None
+    if baseline is not None and ctx.baseline is not None:
+        baseline.argv[0] = ctx.baseline  # the same command line, the other revision
+    based: list[Load] = []
     async with AsyncExitStack() as servers:
-        for server in (service, echo, one):
+        for server in (service, echo, one, baseline):
             if server is not None:
                 await servers.enter_async_context(running(server))
         for _ in range(p.rounds):  # alternating, so that a change of the machine's load hits all
@@ -55,6 +61,8 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
             await measure(echo, echoes, None)
             if one is not None:
                 await measure(one, singles, b.db_pid)
+            if baseline is not None:
+                await measure(baseline, based, b.db_pid)
         rps, ceiling = (statistics.median(x.rps for x in loads) for loads in (creates, echoes))
         create, bare = (sorted(x, key=lambda x: x.rps)[len(x) // 2] for x in (creates, echoes))
         bad = sum(x.bad for x in creates + echoes)
@@ -77,6 +85,17 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
 
                 seconds = p.profile_seconds
                 ctx.profiles.append(await profile(label, server.pids(), seconds, b.cwd, load))
+    if based:
+        old = statistics.median(x.rps for x in based)
+        then = sorted(based, key=lambda x: x.rps)[len(based) // 2]
+        pairs = [c.rps / x.rps for c, x in zip(creates, based, strict=True)]
+        ctx.add(
+            b,
+            "baseline",
+            rps / old,
+            f"{rps:,.0f} vs {old:,.0f} req/s; CPU {create.cpu()} vs {then.cpu()} ms/req;"
+            f" each round {min(pairs):.2f}-{max(pairs):.2f}x",
+        )
     if singles:
         alone = statistics.median(x.rps for x in singles)
         pairs = [c.rps / x.rps for c, x in zip(creates, singles, strict=True)]
