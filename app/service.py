@@ -51,6 +51,7 @@ from fgcpay.storage import (
 )
 from fgcpay.timers.expiry import ExpirySweeper
 from fgcpay.timers.renewals import RenewalSweeper
+from fgcpay.timers.test_clock_advances import TestClockAdvances
 from fgcpay.web import limits
 from fgcpay.web.plumbing import protocol_error_answer
 from fgcpay.web.proxies import behind_proxies
@@ -85,6 +86,7 @@ class Service:
     webhook_endpoints: WebhookEndpoints
     subscriptions: Subscriptions
     test_clocks: TestClocks
+    test_clock_advances: TestClockAdvances
     renewals: RenewalSweeper
     refunds: Refunds
     ledger: Ledger
@@ -139,6 +141,8 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
             sweeper = ExpirySweeper(db, actors, clock, settings.expiry_poll_seconds)
             # The durable timers poll alike for other processes' work.
             renewals = RenewalSweeper(db, actors, clock, settings.expiry_poll_seconds)
+            # A clock a dead process left advancing is one more durable timer.
+            advances = TestClockAdvances(db, actors, clock, nursery, settings.expiry_poll_seconds)
             status_hub = StatusHub()
             event_streams = EventStreams(db, clock, EventBells())
             box = SecretBox(settings.secret_key)
@@ -227,9 +231,9 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                     host=actors,
                     clock=clock,
                     nursery=nursery,
-                    # A clock a dead process left advancing is one more durable timer.
-                    resume_seconds=settings.expiry_poll_seconds,
+                    on_advance_begun=advances.start,
                 ),
+                test_clock_advances=advances,
                 renewals=renewals,
                 refunds=Refunds(db=db, host=actors),
                 ledger=Ledger(db=db),
@@ -242,7 +246,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
             await nursery.start(actors.run)
             await nursery.start(sweeper.run)
             await nursery.start(renewals.run)
-            await nursery.start(service.test_clocks.resume)
+            await nursery.start(advances.run)
             await nursery.start(dispatcher.run)
             await nursery.start(run_housekeeping, db, clock, supervisor)
             await nursery.start(service.rate_limiter.run)

@@ -566,7 +566,7 @@ async def test_a_clock_left_advancing_is_resumed_while_the_service_runs(
         clock_rows.begin_advance, test_clock, ANCHOR + 62 * DAY_US, service_clock.now_us()
     )
     assert begun is not None and begun.status == "advancing"
-    clock.jump(service.test_clocks.resume_seconds)  # the next look for such clocks
+    clock.jump(service.test_clock_advances.resume_seconds)  # the next look for such clocks
 
     async def ready() -> bool:
         found = await server.db.read(clock_rows.by_id, test_clock.id)

@@ -15,10 +15,10 @@ import pytest
 import trio
 import trio.testing
 from fgcpay.actors.subscription import SubscriptionActor
-from fgcpay.actors.test_clocks import TestClocks
 from fgcpay.core.clock import TrioClock
 from fgcpay.core.settings import Settings
 from fgcpay.timers.expiry import ExpirySweeper
+from fgcpay.timers.test_clock_advances import ClockAdvance
 from fgcpay.webhooks.dispatcher import WebhookDispatcher
 from helpers import (
     CLIENT_TLS,
@@ -286,7 +286,7 @@ async def test_a_failing_test_clock_advance_escalates_then_finishes_once_the_fau
     merchant = await server.merchant()
     test_clock = await create_test_clock(merchant, "2026-01-01T00:00:00Z")
     failed = trio.Event()
-    monkeypatch.setattr(TestClocks, "_advance_step", _failing(failed))
+    monkeypatch.setattr(ClockAdvance, "round", _failing(failed))
     caplog.set_level(logging.INFO, logger="fgcpay")
     path = f"/test_clocks/{test_clock['id']}"
     advanced = await merchant.post(f"{path}/advance", json={"frozen_time": "2026-02-01T00:00:00Z"})

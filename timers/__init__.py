@@ -1,2 +1,4 @@
-"""Durable timers: sweeps that read due times from the database and deliver them to the
-actors as messages (checkout session expiry; subscription renewals will join)."""
+"""Durable timers: what is due lives in the database and is handed to its owners by one
+loop (`_sweep.DurableTimer`) that three timers share: the checkout sessions' expiry
+(`expiry`), the subscriptions' renewals (`renewals`), and a test clock's advance with the
+resumption of advances a dead process left (`test_clock_advances`)."""

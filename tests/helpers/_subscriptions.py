@@ -80,11 +80,11 @@ def advances_held(service: Service) -> Iterator[trio.Event]:
     async def hold(test_clock: TestClock) -> None:
         await release.wait()
 
-    service.test_clocks.before_advance = hold
+    service.test_clock_advances.before_advance = hold
     try:
         yield release
     finally:
-        service.test_clocks.before_advance = None
+        service.test_clock_advances.before_advance = None
         release.set()
 
 
