@@ -17,11 +17,11 @@ retrying quietly and recovers at its first round that goes through.
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import trio
-from fgcpay.actors import ActorHost
+from fgcpay.actors import ActorHost, Message
 from fgcpay.core.clock import Clock
 from fgcpay.storage import Database
 
@@ -44,7 +44,7 @@ class Sweeper:
 
     name = "sweep"  # supervised as the loop `<name>` (its lines, /readyz, the metric)
     kind = ""
-    message: Hashable = None
+    message: Message[object]
 
     def __init__(
         self, db: Database, host: ActorHost, clock: Clock, max_sleep: float = MAX_SLEEP_SECONDS
