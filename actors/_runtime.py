@@ -39,13 +39,21 @@
   then answers the final outcome (docs/architecture.md, "An ask's deadline").
   `trio.Cancelled` always passes through, and every actor task lives in the host's
   nursery under the root.
+
+A message names its reply: its class derives from `Message[R]`, R the type of what its
+actor answers (`class Confirm(Message[ConfirmResult])`), so `ask(kind, id, Confirm(...))`
+is typed `ConfirmResult` and mypy checks what each caller does with the reply; `ask_all`
+and `tell` take any message and drop the reply. A `ServiceError` the actor raises is
+raised by `ask` instead (R is only what is answered). Inside the runtime replies are
+untyped: a behaviour's `receive` dispatches on the message's class and must answer the R
+that class names (the actor's side of the contract, which its tests check).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import attrs
 import trio
@@ -53,9 +61,20 @@ from fgcpay.core.supervision import Backoff, Budget, Supervised, Supervisor
 from fgcpay.domain import errors
 
 S = TypeVar("S")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 NOT_LOADED: Any = object()
 """`loaded` when the asker has no state to hand over: the actor's `activate` reads it."""
+
+
+class Message(Generic[R_co]):
+    """A message to an actor whose reply is an `R_co` (see the module docstring): the base
+    of every message class, named as `Message[ReplyType]`. It holds nothing (no slots),
+    so a frozen, slotted attrs message stays one."""
+
+    __slots__ = ()
+
 
 # Ids whose crashes are remembered, at most (but those quarantined now): see `_forget_quiet`.
 MAX_CRASH_RECORDS = 10_000
@@ -71,7 +90,8 @@ class Behaviour(Protocol[S]):
         ...
 
     async def receive(self, actor_id: str, state: S, message: Any) -> tuple[S, Any]:
-        """Handle one message; return the new state and the reply.
+        """Handle one message; return the new state and the reply, of the type the
+        message's class names (`Message[R]`: an R).
 
         Raising a `ServiceError` answers the asker with it and keeps the actor as it was;
         any other exception is a crash. It may be cancelled (its asker's deadline passed)
@@ -106,7 +126,7 @@ class _Reply:
 
 @attrs.define(eq=False)
 class _Envelope:
-    message: Any
+    message: Message[object]
     reply: _Reply | None
     passivate: bool = False  # the sender asks for passivation right after it
     # Set by `_deliver` when this message started the actor (and so comes first).
@@ -252,12 +272,12 @@ class ActorHost:
         self,
         kind: str,
         actor_id: str,
-        message: Hashable,
+        message: Message[R],
         *,
         passivate: bool = False,
-        loaded: Any = NOT_LOADED,
-    ) -> Any:
-        """Send `message` and wait for the reply; 503 with a `Retry-After` when none comes
+        loaded: object = NOT_LOADED,
+    ) -> R:
+        """Send `message` and wait for its reply (the R of its `Message[R]`); 503 with a `Retry-After` when none comes
         within `ask_timeout`, the message then abandoned (see the module docstring).
 
         `passivate`: if this message starts the actor and nothing else is waiting once it
@@ -282,17 +302,19 @@ class ActorHost:
             )
         if reply.error is not None:
             raise reply.error
-        return reply.value
+        # The one step from the untyped inside to the typed boundary: a behaviour answers
+        # a `Message[R]` with an R (see `Behaviour.receive`).
+        return cast(R, reply.value)
 
     async def ask_all(
         self,
         kind: str,
         actor_ids: Sequence[str],
-        message: Hashable,
+        message: Message[object],
         concurrency: int,
         *,
         passivate: bool = False,
-        loaded: Mapping[str, Any] | None = None,
+        loaded: Mapping[str, object] | None = None,
     ) -> bool:
         """`ask` each actor `message`, `concurrency` at a time (`passivate` and, per id,
         `loaded` as `ask` takes them); True when any ask failed with a `ServiceError` (the
@@ -320,12 +342,12 @@ class ActorHost:
                 nursery.start_soon(worker)
         return failed
 
-    async def tell(self, kind: str, actor_id: str, message: Hashable) -> None:
+    async def tell(self, kind: str, actor_id: str, message: Message[object]) -> None:
         """Queue `message` without waiting for it to be handled (waits for mailbox room)."""
         await self._deliver(kind, actor_id, _Envelope(message, None))
 
     async def _deliver(
-        self, kind: str, actor_id: str, envelope: _Envelope, loaded: Any = NOT_LOADED
+        self, kind: str, actor_id: str, envelope: _Envelope, loaded: object = NOT_LOADED
     ) -> None:
         key = (kind, actor_id)
         while True:
@@ -341,7 +363,7 @@ class ActorHost:
                 # entered its mailbox, so a fresh activation takes it.
                 continue
 
-    def _activate(self, key: tuple[str, str], loaded: Any = NOT_LOADED) -> _Actor[Any]:
+    def _activate(self, key: tuple[str, str], loaded: object = NOT_LOADED) -> _Actor[Any]:
         if key[0] not in self._behaviours:
             raise LookupError(f"no actor kind {key[0]!r}")
         if self._nursery is None:

@@ -19,31 +19,13 @@ from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.storage import Database, checkout_sessions
 from fgcpay.storage.owned import OwnedRows
 
-from ._runtime import ActorHost
+from ._runtime import ActorHost, Message
 from .authorization import ALREADY_FINAL, MESSAGES, Authorized, authorize
 from .refund_desk import RefundDesk
 
 KIND = "checkout_session"
 _FINAL = checkout.STATES.final  # paid, expired: a customer's next request is a read
 ROWS = OwnedRows("cs_test_", "checkout session", checkout_sessions.of_merchant)
-
-
-@attrs.frozen
-class Expire:
-    """The session's `expires_at` has passed (sent by the expiry sweep)."""
-
-
-@attrs.frozen
-class Snapshot:
-    """Reply with the session as the actor holds it."""
-
-
-@attrs.frozen
-class Confirm:
-    """The customer authorizes the payment on the hosted page."""
-
-    customer_code: str
-    pin: str = attrs.field(repr=False)  # never in a repr, a log line or an error
 
 
 # Confirm's outcome when it paid; the others are `authorization`'s (ALREADY_FINAL and the
@@ -59,6 +41,25 @@ class ConfirmResult:
     @property
     def message(self) -> str:
         return MESSAGES.get(self.outcome, "")
+
+
+@attrs.frozen
+class Expire(Message[CheckoutSession]):
+    """The session's `expires_at` has passed (sent by the expiry sweep); replied with the
+    session after it."""
+
+
+@attrs.frozen
+class Snapshot(Message[CheckoutSession]):
+    """Reply with the session as the actor holds it."""
+
+
+@attrs.frozen
+class Confirm(Message[ConfirmResult]):
+    """The customer authorizes the payment on the hosted page."""
+
+    customer_code: str
+    pin: str = attrs.field(repr=False)  # never in a repr, a log line or an error
 
 
 Listener = Callable[[CheckoutSession], None]
@@ -233,13 +234,11 @@ class CheckoutSessions:
         )
 
     async def expire(self, session_id: str) -> CheckoutSession:
-        result: CheckoutSession = await self.host.ask(KIND, session_id, Expire())
-        return result
+        return await self.host.ask(KIND, session_id, Expire())
 
     async def confirm(self, session_id: str, customer_code: str, pin: str) -> ConfirmResult:
         """The customer authorizes with code and PIN; the session's actor decides."""
-        result: ConfirmResult = await self.host.ask(KIND, session_id, Confirm(customer_code, pin))
-        return result
+        return await self.host.ask(KIND, session_id, Confirm(customer_code, pin))
 
     async def settled(self, session_id: str) -> CheckoutSession | None:
         """The session as it is once its actor has handled what it had queued.
@@ -249,8 +248,7 @@ class CheckoutSessions:
         actor cannot answer in time either, storage's word is taken (None if unreadable).
         """
         try:
-            state: CheckoutSession = await self.host.ask(KIND, session_id, Snapshot())
-            return state
+            return await self.host.ask(KIND, session_id, Snapshot())
         except errors.ServiceError:
             pass
         try:

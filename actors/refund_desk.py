@@ -25,12 +25,16 @@ from fgcpay.storage import refunds as refund_rows
 from fgcpay.storage import transactions as transaction_rows
 from fgcpay.storage.owned import OwnedRows
 
+from ._runtime import Message
+
 ROWS = OwnedRows(refunds.REFUND_PREFIX, "refund", refund_rows.of_merchant)
 
 
 @attrs.frozen
-class CreateRefund:
-    """Refund part or all of the payment (or charge) `payment_id`, owned by the actor."""
+class CreateRefund(Message[Refund | IdempotencyLost]):
+    """Refund part or all of the payment (or charge) `payment_id`, owned by the actor.
+    Replied with the refund written, or that the request's Idempotency-Key was taken over
+    (see `RefundDesk._create`)."""
 
     merchant_id: str
     payment_id: str
@@ -44,9 +48,9 @@ def unanswered(refund: Refund) -> Completion | None:
 
 
 @attrs.frozen
-class ReviewRefund:
+class ReviewRefund(Message[Refund | IdempotencyLost]):
     """Approve or reject (`decision`, a transition of `refunds.STATES`) a refund of the
-    actor's payment."""
+    actor's payment. Replied as `CreateRefund` is."""
 
     merchant_id: str
     refund_id: str

@@ -50,7 +50,7 @@ class Refunds:
         `checkout_session_not_paid`, 400 for a refund entry or above the refundable rest."""
         payment = await self._refundable(merchant_id, request)
         kind, owner = _owner(payment)
-        made: Refund | IdempotencyLost = await self.host.ask(
+        made = await self.host.ask(
             kind, owner, CreateRefund(merchant_id, payment.id, request, answer)
         )
         if isinstance(made, IdempotencyLost):
@@ -97,7 +97,7 @@ class Refunds:
         way a review is made (test helpers, the operator's command, the dashboard)."""
         refund = await ROWS.get(self.db, merchant_id, refund_id)
         kind, owner = _owner(refund)
-        reviewed: Refund | IdempotencyLost = await self.host.ask(
+        reviewed = await self.host.ask(
             kind, owner, ReviewRefund(merchant_id, refund.id, decision, answer)
         )
         if isinstance(reviewed, IdempotencyLost):

@@ -22,7 +22,7 @@ from fgcpay.storage import subscriptions as subscription_rows
 from fgcpay.storage import test_clocks as clock_rows
 from fgcpay.storage.owned import OwnedRows
 
-from ._runtime import ActorHost
+from ._runtime import ActorHost, Message
 from .authorization import ALREADY_FINAL, MESSAGES, Authorized, authorize
 from .refund_desk import RefundDesk
 
@@ -34,43 +34,6 @@ ROWS = OwnedRows(
     subscription_rows.of_merchant,
     errors.SubscriptionNotFound,
 )
-
-
-@attrs.frozen
-class Approve:
-    """The customer approves on the hosted page; the first interval is charged with it."""
-
-    customer_code: str
-    pin: str = attrs.field(repr=False)  # never in a repr, a log line or an error
-
-
-def _unanswered(sub: Subscription) -> Completion | None:
-    return None
-
-
-@attrs.frozen
-class Cancel:
-    """The merchant cancels."""
-
-    # The idempotent answer stored with the cancel, made from the subscription as cancelled
-    # (None without a key, and for the dashboard's cancel).
-    answer: Callable[[Subscription], Completion | None] = attrs.field(eq=False, default=_unanswered)
-
-
-@attrs.frozen
-class Act:
-    """Do everything due now, one step at a time, in order: renewals, retries, the end
-    (sent by the renewal sweep and by a test clock's advance)."""
-
-
-@attrs.frozen
-class Snapshot:
-    """Reply with the subscription as the actor holds it."""
-
-
-@attrs.frozen
-class Reload:
-    """Read the subscription again from storage (its test clock was deleted with it)."""
 
 
 # Outcomes of Approve beyond the checkout's (the same codes, PIN rules and messages).
@@ -94,6 +57,45 @@ class ApproveResult:
     @property
     def message(self) -> str:
         return _OWN_MESSAGES.get(self.outcome) or MESSAGES.get(self.outcome, "")
+
+
+@attrs.frozen
+class Approve(Message[ApproveResult]):
+    """The customer approves on the hosted page; the first interval is charged with it."""
+
+    customer_code: str
+    pin: str = attrs.field(repr=False)  # never in a repr, a log line or an error
+
+
+def _unanswered(sub: Subscription) -> Completion | None:
+    return None
+
+
+@attrs.frozen
+class Cancel(Message[Subscription | errors.ServiceError | IdempotencyLost]):
+    """The merchant cancels. Replied with the subscription as cancelled, or the refusal or
+    the lost Idempotency-Key (replied, not raised: see `SubscriptionActor._cancel`)."""
+
+    # The idempotent answer stored with the cancel, made from the subscription as cancelled
+    # (None without a key, and for the dashboard's cancel).
+    answer: Callable[[Subscription], Completion | None] = attrs.field(eq=False, default=_unanswered)
+
+
+@attrs.frozen
+class Act(Message[Subscription | None]):
+    """Do everything due now, one step at a time, in order: renewals, retries, the end
+    (sent by the renewal sweep and by a test clock's advance); replied with the
+    subscription after it (None once it is gone)."""
+
+
+@attrs.frozen
+class Snapshot(Message[Subscription]):
+    """Reply with the subscription as the actor holds it."""
+
+
+@attrs.frozen
+class Reload(Message[Subscription | None]):
+    """Read the subscription again from storage (its test clock was deleted with it)."""
 
 
 Listener = Callable[[Subscription], None]
@@ -491,29 +493,22 @@ class Subscriptions:
         answer) with it: 404 `subscription_not_found`, 409 `subscription_not_cancellable`
         once `cancelled` or `ended`."""
         await self.get(merchant_id, subscription_id)
-        result: Subscription | errors.ServiceError | IdempotencyLost = await self.host.ask(
-            KIND, subscription_id, Cancel(answer)
-        )
+        result = await self.host.ask(KIND, subscription_id, Cancel(answer))
         if isinstance(result, errors.ServiceError | IdempotencyLost):
             raise result
         return result
 
     async def approve(self, subscription_id: str, customer_code: str, pin: str) -> ApproveResult:
         """The customer approves with code and PIN; the subscription's actor decides."""
-        result: ApproveResult = await self.host.ask(
-            KIND, subscription_id, Approve(customer_code, pin)
-        )
-        return result
+        return await self.host.ask(KIND, subscription_id, Approve(customer_code, pin))
 
     async def act(self, subscription_id: str) -> Subscription | None:
         """Do everything due now; the subscription after it (None once it is gone)."""
-        result: Subscription | None = await self.host.ask(KIND, subscription_id, Act())
-        return result
+        return await self.host.ask(KIND, subscription_id, Act())
 
     async def snapshot(self, subscription_id: str) -> Subscription:
         """The subscription as its actor holds it (after what it had queued)."""
-        result: Subscription = await self.host.ask(KIND, subscription_id, Snapshot())
-        return result
+        return await self.host.ask(KIND, subscription_id, Snapshot())
 
     async def find(self, subscription_id: str) -> Subscription | None:
         """Any merchant's subscription, for the hosted page (the id is the capability)."""

@@ -9,30 +9,31 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from fgcpay.actors import ActorHost
+from fgcpay.actors import ActorHost, Message
 from fgcpay.domain import errors
 
 IDLE = 10.0
 FINAL = 100  # a counter at or above it is done with, as a paid session is
 
 
+# Every message is answered with the counter after it (Boom raises, Hang never answers).
 @attrs.frozen
-class Add:
+class Add(Message[int]):
     n: int
 
 
 @attrs.frozen
-class Boom:
+class Boom(Message[int]):
     pass
 
 
 @attrs.frozen
-class Hang:
+class Hang(Message[int]):
     pass
 
 
 @attrs.frozen
-class Held:
+class Held(Message[int]):
     """Handled once `Counter.gate` is set; changes nothing."""
 
 

@@ -7,10 +7,11 @@ import collections
 import random
 from typing import Any, cast
 
+import attrs
 import pytest
 import trio
 import trio.testing
-from fgcpay.actors import ActorHost
+from fgcpay.actors import ActorHost, Message
 from fgcpay.core.clock import TrioClock
 from fgcpay.storage import Database
 from fgcpay.timers import _sweep
@@ -41,9 +42,14 @@ class Items:
         return state, None
 
 
+@attrs.frozen
+class Handle(Message[None]):
+    """Handle the item (it leaves the backlog)."""
+
+
 class BacklogSweeper(Sweeper):
     kind = "item"
-    message = "handle"
+    message = Handle()
 
     def __init__(self, host: ActorHost, backlog: set[str]) -> None:
         super().__init__(cast(Database, None), host, TrioClock())

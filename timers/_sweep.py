@@ -21,11 +21,11 @@ a metric. It keeps retrying quietly and recovers at its first round that goes th
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import trio
-from fgcpay.actors import ActorHost
+from fgcpay.actors import ActorHost, Message
 from fgcpay.core.clock import Clock
 from fgcpay.core.supervision import Supervisor
 from fgcpay.storage import Database
@@ -98,7 +98,7 @@ class Sweeper(DurableTimer):
 
     name = "sweep"
     kind = ""
-    message: Hashable = None
+    message: Message[object]
 
     def __init__(
         self, db: Database, host: ActorHost, clock: Clock, max_sleep: float = MAX_SLEEP_SECONDS
