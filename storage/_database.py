@@ -99,7 +99,7 @@ def batched_form(fn: object) -> ManyFn | None:
 # advisory locks, in one order (sorted), in one statement, before it runs any of them:
 # two groups wanting the same rows then wait for each other only there, before either
 # holds a row, and in that one order, which closes no circle. SQLite has one writer per
-# file and ignores the keys. docs/architecture.md (Storage) lists what is declared and
+# file and ignores the keys. docs/decisions/0003-one-lock-order.md lists what is declared and
 # why the rest need not be.
 
 LockKey = tuple[str, ...]

@@ -24,7 +24,7 @@ listener's and the readers' (the rest). Every connection carries `statement_time
 a statement past the bound is cancelled by the server itself, and `application_name`
 `fgcpay/<pid>`, so an operator sees in pg_stat_activity which process holds what.
 
-Measured against asyncpg through trio-asyncio before it was replaced (docs/architecture.md).
+Measured against asyncpg through trio-asyncio before it was replaced (docs/decisions/0001-postgresql-psycopg-on-threads.md).
 """
 
 from __future__ import annotations
