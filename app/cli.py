@@ -439,8 +439,8 @@ async def _create_endpoint(
     settings: Settings, merchant_id: str, url: str, events: str | None
 ) -> int:
     from fgcpay.admin import webhook_endpoints
+    from fgcpay.domain.endpoint_requests import parse_endpoint
     from fgcpay.domain.errors import ServiceError
-    from fgcpay.domain.webhooks import parse_endpoint
 
     body: dict[str, Any] = {"url": url}
     if events:
@@ -481,7 +481,7 @@ async def _deliveries(
     status: str | None,
 ) -> int:
     from fgcpay.admin import DeliveryLogInputError, delivery_log
-    from fgcpay.domain.webhooks import delivery_to_json
+    from fgcpay.domain.deliveries import delivery_to_json
 
     async with _database(settings) as db:
         try:
