@@ -8,35 +8,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import multiprocessing
 import os
-import signal
 import sys
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
-from functools import partial
-from multiprocessing.connection import Connection, wait
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import trio
-from fgcpay.core.logs import configure_logging, log_event
-from fgcpay.core.settings import (
-    ConfigError,
-    Settings,
-    database_location,
-    database_shown,
-    load_settings,
-)
+from fgcpay.core.logs import configure_logging
+from fgcpay.core.settings import database_shown, load_settings
+from fgcpay.startup import database, migrate, one_line, root
 
 if TYPE_CHECKING:
+    from fgcpay.core.settings import Settings
     from fgcpay.domain.merchants import ApiKey
-    from fgcpay.storage import Database
-
-
-class CommandError(Exception):
-    """A failure already put in the operator's words: printed as it is, in one line."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,74 +34,6 @@ class _Parser(argparse.ArgumentParser):
 def _fail(message: str, code: int = 2) -> int:
     print(f"fgcpay: {message}", file=sys.stderr)
     return code
-
-
-def _root(error: BaseException) -> BaseException:
-    """The failure inside trio's exception groups (a nursery wraps what fails in it)."""
-    while isinstance(error, BaseExceptionGroup):
-        # The first failure that is not only the cancellation another failure caused.
-        real = [e for e in error.exceptions if not isinstance(e, trio.Cancelled)]
-        error = (real or list(error.exceptions))[0]
-    return error
-
-
-def _reason(error: BaseException) -> str:
-    """What went wrong, in a few words: the innermost OS error if one caused it (an error
-    raised while handling another keeps it as its context), else the error's own text."""
-    found = _root(error)
-    cause: BaseException | None = found
-    while cause is not None:
-        if isinstance(cause, OSError):
-            found = cause
-        cause = cause.__cause__ or cause.__context__
-    if isinstance(found, OSError):
-        if isinstance(found.errno, int) and found.errno > 0:
-            # The file an OS error names may be a parent directory of the one asked for.
-            named = f" ({found.filename})" if found.filename else ""
-            return os.strerror(found.errno) + named
-        if isinstance(found, TimeoutError):
-            return "timed out"
-        if found.strerror:
-            return found.strerror
-    lines = str(found).strip().splitlines()
-    return lines[0] if lines else type(found).__name__
-
-
-def one_line(error: BaseException) -> str:
-    """What went wrong, in the one line a failed command prints (`fgcpay.asgi` says the
-    same when the service cannot start)."""
-    root = _root(error)
-    if isinstance(root, CommandError | ConfigError):
-        return str(root)
-    return f"{type(root).__name__}: {_reason(root)}"
-
-
-@asynccontextmanager
-async def _database(settings: Settings) -> AsyncIterator[Database]:
-    """The database of `settings`; failing to open it (connect, create the file, migrate)
-    is a CommandError naming where the database is and why."""
-    from fgcpay.storage import open_database
-
-    opened = False
-    try:
-        # A command is one caller: the smallest pool (writer, listener, one reader).
-        async with open_database(settings.database_url, 3, settings.db_timeout_seconds) as db:
-            opened = True
-            yield db
-    except Exception as error:
-        if opened:
-            raise
-        verb = "connect to" if settings.is_postgres else "open"
-        where = database_location(settings.database_url)
-        raise CommandError(f"cannot {verb} {where}: {_reason(error)}") from error
-
-
-async def check_database(settings: Settings) -> None:
-    """Open the database once and close it, as `fgcpay migrate` does: the migrations are
-    applied (under the lock that keeps concurrent starters apart), and a failure is a
-    CommandError naming where the database is and why."""
-    async with _database(settings):
-        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -267,9 +184,9 @@ def _listen(args: argparse.Namespace) -> int:
     except Exception as error:
         if args.debug:
             traceback.print_exception(error)
-        root = _root(error)
-        if isinstance(root, ListenError):
-            return _fail(f"listen: {root}")
+        found = root(error)
+        if isinstance(found, ListenError):
+            return _fail(f"listen: {found}")
         return _fail(f"listen: {one_line(error)}")
     return 0
 
@@ -319,9 +236,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "key" and args.action == "revoke":
         return trio.run(_revoke_key, settings, args.merchant, args.key)
     if args.command == "serve":
-        return _serve(settings, args.host, args.port, args.workers)
+        from fgcpay.workers import serve_workers
+
+        if args.workers < 1:
+            return _fail("--workers must be at least 1")
+        return serve_workers(settings, args.host, args.port, args.workers)
     if args.command == "migrate":
-        return trio.run(_migrate, settings)
+        return trio.run(migrate, settings)
     if args.command == "merchant" and args.action == "create":
         return trio.run(_create_merchant, settings, args.name, args.email, args.password)
     if args.command == "webhook-endpoint" and args.action == "create":
@@ -340,16 +261,10 @@ def _run(args: argparse.Namespace) -> int:
     return _fail("unknown command")
 
 
-async def _migrate(settings: Settings) -> int:
-    await check_database(settings)
-    log_event("migrations applied", database=database_shown(settings.database_url))
-    return 0
-
-
 async def _create_merchant(settings: Settings, name: str, email: str, password: str | None) -> int:
     from fgcpay.admin import MerchantInputError, create_merchant
 
-    async with _database(settings) as db:
+    async with database(settings) as db:
         try:
             created = await create_merchant(db, name, email, password)
         except MerchantInputError as error:
@@ -361,7 +276,7 @@ async def _create_merchant(settings: Settings, name: str, email: str, password: 
 async def _set_password(settings: Settings, merchant_id: str, password: str) -> int:
     from fgcpay.admin import MerchantInputError, set_password
 
-    async with _database(settings) as db:
+    async with database(settings) as db:
         try:
             merchant = await set_password(db, merchant_id, password)
         except MerchantInputError as error:
@@ -374,7 +289,7 @@ async def _list_merchants(settings: Settings) -> int:
     from fgcpay.domain.times import iso_ms
     from fgcpay.storage import merchants as merchant_rows
 
-    async with _database(settings) as db:
+    async with database(settings) as db:
         merchants = await db.read(merchant_rows.all_merchants)
     for merchant in merchants:
         shown = {"id": merchant.id, "name": merchant.name, "email": merchant.email}
@@ -401,7 +316,7 @@ def _key_json(key: ApiKey) -> dict[str, Any]:
 async def _create_key(settings: Settings, merchant_id: str, name: str | None) -> int:
     from fgcpay.admin import KeyInputError, create_api_key
 
-    async with _database(settings) as db:
+    async with database(settings) as db:
         try:
             created = await create_api_key(db, merchant_id, name)
         except KeyInputError as error:
@@ -413,7 +328,7 @@ async def _create_key(settings: Settings, merchant_id: str, name: str | None) ->
 async def _list_keys(settings: Settings, merchant_id: str) -> int:
     from fgcpay.admin import KeyInputError, api_keys
 
-    async with _database(settings) as db:
+    async with database(settings) as db:
         try:
             keys = await api_keys(db, merchant_id)
         except KeyInputError as error:
@@ -426,7 +341,7 @@ async def _list_keys(settings: Settings, merchant_id: str) -> int:
 async def _revoke_key(settings: Settings, merchant_id: str, key_id: str) -> int:
     from fgcpay.admin import KeyInputError, revoke_api_key
 
-    async with _database(settings) as db:
+    async with database(settings) as db:
         try:
             key = await revoke_api_key(db, merchant_id, key_id)
         except KeyInputError as error:
@@ -447,7 +362,7 @@ async def _create_endpoint(
         body["enabled_events"] = [part.strip() for part in events.split(",") if part.strip()]
     from fgcpay.storage import merchants as merchant_rows
 
-    async with _database(settings) as db:
+    async with database(settings) as db:
         if await db.read(merchant_rows.merchant_by_id, merchant_id) is None:
             return _fail(f"no merchant {merchant_id}")
         try:
@@ -464,7 +379,7 @@ async def _redeliver(settings: Settings, merchant_id: str, event_id: str) -> int
     from fgcpay.admin import webhook_endpoints
     from fgcpay.domain.errors import ServiceError
 
-    async with _database(settings) as db:
+    async with database(settings) as db:
         try:
             queued = await webhook_endpoints(db, settings).redeliver(merchant_id, event_id)
         except ServiceError as error:
@@ -483,7 +398,7 @@ async def _deliveries(
     from fgcpay.admin import DeliveryLogInputError, delivery_log
     from fgcpay.domain.deliveries import delivery_to_json
 
-    async with _database(settings) as db:
+    async with database(settings) as db:
         try:
             async for delivery in delivery_log(db, merchant_id, event_id, endpoint_id, status):
                 print(json.dumps(delivery_to_json(delivery)))
@@ -495,7 +410,7 @@ async def _deliveries(
 async def _unlock_customer(settings: Settings, code: str, merchant_id: str | None) -> int:
     from fgcpay.admin import UnlockInputError, unlock_customer
 
-    async with _database(settings) as db:
+    async with database(settings) as db:
         try:
             code, lifted = await unlock_customer(db, code, merchant_id)
         except UnlockInputError as error:
@@ -511,7 +426,7 @@ async def _review_refund(
     from fgcpay.domain.errors import ServiceError
     from fgcpay.domain.refunds import to_json
 
-    async with _database(settings) as db:
+    async with database(settings) as db:
         try:
             refund = await review_refund(db, settings, merchant_id, refund_id, decision)
         except RefundInputError as error:
@@ -530,7 +445,7 @@ async def _verify_ledger(settings: Settings, merchant_id: str | None) -> int:
     def shown(field: str, minor: int) -> str | int:
         return minor if field == "transaction_count" else format_fgc(minor)
 
-    async with _database(settings) as db:
+    async with database(settings) as db:
         try:
             checks = await verify_ledger(db, merchant_id)
         except LedgerInputError as error:
@@ -562,130 +477,6 @@ async def _verify_ledger(settings: Settings, merchant_id: str | None) -> int:
               file=sys.stderr)  # fmt: skip
         return 1
     return 0
-
-
-def _serve(settings: Settings, host: str | None, port: int | None, workers: int) -> int:
-    from fgcpay.service import hypercorn_config
-
-    if workers < 1:
-        return _fail("--workers must be at least 1")
-    if workers > 1 and not settings.is_postgres:
-        # Every worker would queue behind the one writer of the SQLite file.
-        if settings.production:
-            raise CommandError(
-                "--workers above 1 needs PostgreSQL in production (FGCPAY_DATABASE_URL):"
-                " SQLite has one writer"
-            )
-        log_event(
-            "several workers on SQLite share one writer; use PostgreSQL to scale out",
-            logging.WARNING,
-            workers=workers,
-        )
-    explicit_public = bool(os.environ.get("FGCPAY_PUBLIC_URL"))
-    settings = settings.with_bind(
-        host or settings.host, settings.port if port is None else port, explicit_public
-    )
-    # Migrate once, before any worker starts, so workers never race on the schema.
-    trio.run(_migrate, settings)
-    try:
-        sockets = hypercorn_config(settings, workers).create_sockets()
-    except OSError as error:
-        address = f"{settings.host}:{settings.port}"
-        raise CommandError(f"cannot listen on {address}: {_reason(error)}") from error
-    if settings.port == 0 and sockets.insecure_sockets:
-        # "Any free port": say (and link to) the one the system chose.
-        bound = int(sockets.insecure_sockets[0].getsockname()[1])
-        settings = settings.with_bind(settings.host, bound, explicit_public)
-    log_event(
-        "starting",
-        public_url=settings.public_url,
-        database=database_shown(settings.database_url),
-        bind=f"{settings.host}:{settings.port}",
-        workers=workers,
-        env=settings.env,
-    )
-    if workers == 1:
-        for sock in sockets.insecure_sockets:
-            sock.listen(1024)
-        trio.run(_run_worker, settings, sockets, None)
-        return 0
-    return _supervise(settings, sockets, workers)
-
-
-def _worker_entry(settings: Settings, sockets: Any, shutdown_line: Connection) -> None:
-    configure_logging(settings.log_level)
-    for sock in sockets.insecure_sockets:
-        sock.listen(1024)
-    trio.run(_run_worker, settings, sockets, shutdown_line)
-
-
-async def _run_worker(settings: Settings, sockets: Any, shutdown_line: Connection | None) -> None:
-    from fgcpay.service import serve, wait_for_signal
-
-    async def trigger() -> None:
-        # Whichever comes first: a signal to this process, or the supervisor's word.
-        async with trio.open_nursery() as nursery:
-
-            async def then_stop(wait: Callable[[], Awaitable[None]]) -> None:
-                await wait()
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(then_stop, wait_for_signal)
-            if shutdown_line is not None:
-                nursery.start_soon(then_stop, partial(_supervisor_done, shutdown_line))
-
-    await serve(settings, sockets=sockets, shutdown_trigger=trigger)
-
-
-async def _supervisor_done(shutdown_line: Connection) -> None:
-    """Return once the supervisor closed its end of the shutdown line or died (the
-    kernel closes it then, whatever killed the process): either way the line's reading
-    end becomes readable, at end of file, and trio wakes at once."""
-    await trio.lowlevel.wait_readable(shutdown_line.fileno())
-    log_event("shutting down", reason="supervisor stopping or gone")
-
-
-def _supervise(settings: Settings, sockets: Any, workers: int) -> int:
-    """Run `workers` processes sharing the listening socket; SIGTERM stops them all."""
-    ctx = multiprocessing.get_context("spawn")
-    # The shutdown line: a pipe whose writing end only this process holds (a spawned
-    # worker inherits no descriptor it was not given), so a worker outlives neither a
-    # stop nor this process's death, even by SIGKILL.
-    line, stop_line = ctx.Pipe(duplex=False)
-    processes = [
-        ctx.Process(target=_worker_entry, args=(settings, sockets, line), name=f"fgcpay-worker-{i}")
-        for i in range(workers)
-    ]
-
-    def stop(signum: int, frame: Any) -> None:
-        stop_line.close()  # idempotent
-
-    for process in processes:
-        process.start()
-    line.close()
-    # Each worker has its own copy now. Ours would keep the port listening, with nobody
-    # accepting, once the workers stop accepting: connections must be refused instead.
-    for sock in sockets.insecure_sockets:
-        sock.close()
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    exit_code = 0
-    running = list(processes)
-    while running:
-        # Whichever worker ends first: if it failed, stop the others too.
-        for sentinel in wait([p.sentinel for p in running]):
-            ended = next(p for p in running if p.sentinel == sentinel)
-            ended.join()
-            running.remove(ended)
-            if ended.exitcode != 0:
-                exit_code = 1
-                stop_line.close()
-    # The workers shared their metrics through a directory derived from this process
-    # (fgcpay.core.metrics): nobody reads it once they have all ended.
-    from fgcpay.core.metrics_files import remove_workers_directory
-
-    remove_workers_directory()
-    return exit_code
 
 
 if __name__ == "__main__":
