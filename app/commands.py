@@ -26,6 +26,7 @@ def fail(message: str, code: int = 2) -> int:
 
 
 async def merchant_create(settings: Settings, name: str, email: str, password: str | None) -> int:
+    """`fgcpay merchant create`: a merchant and its first test API key (shown once)."""
     from fgcpay.admin import MerchantInputError, create_merchant
 
     async with database(settings) as db:
@@ -38,6 +39,7 @@ async def merchant_create(settings: Settings, name: str, email: str, password: s
 
 
 async def merchant_set_password(settings: Settings, merchant_id: str, password: str) -> int:
+    """`fgcpay merchant set-password`: set or reset the dashboard password (its sessions end)."""
     from fgcpay.admin import MerchantInputError, set_password
 
     async with database(settings) as db:
@@ -50,6 +52,7 @@ async def merchant_set_password(settings: Settings, merchant_id: str, password: 
 
 
 async def merchant_list(settings: Settings) -> int:
+    """`fgcpay merchant list`: every merchant, one a line."""
     from fgcpay.domain.times import iso_ms
     from fgcpay.storage import merchants as merchant_rows
 
@@ -78,6 +81,7 @@ def _key_json(key: ApiKey) -> dict[str, Any]:
 
 
 async def key_create(settings: Settings, merchant_id: str, name: str | None) -> int:
+    """`fgcpay key create`: a test API key for the merchant (shown once)."""
     from fgcpay.admin import KeyInputError, create_api_key
 
     async with database(settings) as db:
@@ -90,6 +94,7 @@ async def key_create(settings: Settings, merchant_id: str, name: str | None) -> 
 
 
 async def key_list(settings: Settings, merchant_id: str) -> int:
+    """`fgcpay key list`: the merchant's keys, never the raw keys."""
     from fgcpay.admin import KeyInputError, api_keys
 
     async with database(settings) as db:
@@ -103,6 +108,7 @@ async def key_list(settings: Settings, merchant_id: str) -> int:
 
 
 async def key_revoke(settings: Settings, merchant_id: str, key_id: str) -> int:
+    """`fgcpay key revoke`: requests with the key are 401 from now on."""
     from fgcpay.admin import KeyInputError, revoke_api_key
 
     async with database(settings) as db:
@@ -117,6 +123,7 @@ async def key_revoke(settings: Settings, merchant_id: str, key_id: str) -> int:
 async def endpoint_create(
     settings: Settings, merchant_id: str, url: str, events: str | None
 ) -> int:
+    """`fgcpay webhook-endpoint create`: an endpoint and its signing secret (shown once)."""
     from fgcpay.admin import webhook_endpoints
     from fgcpay.domain.endpoint_requests import parse_endpoint
     from fgcpay.domain.errors import ServiceError
@@ -140,6 +147,7 @@ async def endpoint_create(
 
 
 async def event_redeliver(settings: Settings, merchant_id: str, event_id: str) -> int:
+    """`fgcpay event redeliver`: a new delivery of the event to each endpoint subscribed to it."""
     from fgcpay.admin import webhook_endpoints
     from fgcpay.domain.errors import ServiceError
 
@@ -159,6 +167,7 @@ async def webhook_deliveries(
     endpoint_id: str | None,
     status: str | None,
 ) -> int:
+    """`fgcpay webhook deliveries`: the delivery log, newest first, with the attempts."""
     from fgcpay.admin import DeliveryLogInputError, delivery_log
     from fgcpay.domain.deliveries import delivery_to_json
 
@@ -172,6 +181,7 @@ async def webhook_deliveries(
 
 
 async def customer_unlock(settings: Settings, code: str, merchant_id: str | None) -> int:
+    """`fgcpay customer unlock`: lift a customer code's wrong-PIN lock."""
     from fgcpay.admin import UnlockInputError, unlock_customer
 
     async with database(settings) as db:
@@ -184,6 +194,7 @@ async def customer_unlock(settings: Settings, code: str, merchant_id: str | None
 
 
 async def refund_review(settings: Settings, merchant_id: str, refund_id: str, decision: str) -> int:
+    """`fgcpay refund approve` and `reject`: the decision on a refund under review."""
     from fgcpay.admin import RefundInputError, review_refund
     from fgcpay.domain.errors import ServiceError
     from fgcpay.domain.refunds import to_json
@@ -200,6 +211,7 @@ async def refund_review(settings: Settings, merchant_id: str, refund_id: str, de
 
 
 async def ledger_verify(settings: Settings, merchant_id: str | None) -> int:
+    """`fgcpay ledger verify`: the balance's totals recomputed from the ledger; exit 1 on any difference."""
     from fgcpay.admin import LedgerInputError, verify_ledger
     from fgcpay.domain.balances import FIELDS
     from fgcpay.domain.money import format_fgc
