@@ -13,9 +13,9 @@ from fgcpay.core.clock import Clock
 from fgcpay.core.logs import log_event
 from fgcpay.domain import checkout, errors, ids, money
 from fgcpay.domain.checkout import CheckoutRequest, CheckoutSession
+from fgcpay.domain.events import Event, new_event
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.transactions import PAYMENT, Transaction
-from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.storage import Database, checkout_sessions
 from fgcpay.storage.owned import OwnedRows
 

@@ -16,10 +16,10 @@ from collections.abc import Callable
 import attrs
 from fgcpay.core.clock import Clock
 from fgcpay.domain import errors, ids, refunds
+from fgcpay.domain.events import Event, new_event
 from fgcpay.domain.idempotency import Completion, IdempotencyLost
 from fgcpay.domain.refunds import Refund, RefundRequest
 from fgcpay.domain.transactions import Transaction
-from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.storage import Database
 from fgcpay.storage import refunds as refund_rows
 from fgcpay.storage import transactions as transaction_rows

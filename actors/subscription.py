@@ -11,10 +11,10 @@ import attrs
 from fgcpay.core.clock import Clock
 from fgcpay.domain import customers, errors, ids, limits, periods, subscriptions, transactions
 from fgcpay.domain import test_clocks as clock_rules
+from fgcpay.domain.events import Event, new_event
 from fgcpay.domain.idempotency import Completion, IdempotencyLost
 from fgcpay.domain.subscriptions import Subscription, SubscriptionRequest
 from fgcpay.domain.transactions import Transaction, TransactionWire
-from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.storage import Database
 from fgcpay.storage import customers as customer_rows
 from fgcpay.storage import limits as limit_counts

@@ -18,6 +18,7 @@ from fgcpay.core.clock import SystemClock
 from fgcpay.core.settings import Settings
 from fgcpay.domain import balances, customers, ids, limits
 from fgcpay.domain.balances import Totals
+from fgcpay.domain.deliveries import Delivery, parse_delivery_query
 from fgcpay.domain.errors import ServiceError, ValidationFailed
 from fgcpay.domain.fields import EmailError, email_address, unreadable
 from fgcpay.domain.lists import MAX_LIMIT
@@ -31,7 +32,6 @@ from fgcpay.domain.merchants import (
 )
 from fgcpay.domain.refunds import Refund
 from fgcpay.domain.secret_box import SecretBox
-from fgcpay.domain.webhooks import Delivery, parse_delivery_query
 from fgcpay.storage import Database, merchants
 from fgcpay.storage import balances as balance_rows
 from fgcpay.storage import customers as customer_rows

@@ -61,11 +61,11 @@ import attrs
 import hypercorn.trio.run
 import trio
 from fgcpay import server
-from fgcpay.cli import check_database, one_line
 from fgcpay.core.logs import JsonFormatter, log_event, logger
 from fgcpay.core.settings import PREFIX, Settings, database_shown, load_settings
 from fgcpay.domain import errors, ids
 from fgcpay.service import Service, gil_switch_interval, open_service, start_up_heap_frozen
+from fgcpay.startup import check_database, one_line
 from fgcpay.web.errors import JSON_TYPE, error_body
 from fgcpay.web.plumbing import protocol_error_answer
 from fgcpay.web.proxies import behind_proxies

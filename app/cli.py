@@ -1,4 +1,6 @@
-"""The `fgcpay` operator command.
+"""The `fgcpay` operator command: its arguments, and which module runs each command
+(`fgcpay.commands` the ones on the database, `fgcpay.workers` serve, `fgcpay.listen`
+listen, `fgcpay.startup` migrate).
 
 What the operator sees on standard error: first the database in use, then, if the
 command fails, one line naming the problem (exit status 2); `--debug` adds the traceback.
@@ -7,36 +9,17 @@ command fails, one line naming the problem (exit status 2); `--debug` adds the t
 from __future__ import annotations
 
 import argparse
-import json
-import logging
-import multiprocessing
 import os
-import signal
 import sys
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
-from functools import partial
-from multiprocessing.connection import Connection, wait
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Sequence
+from typing import NoReturn
 
 import trio
-from fgcpay.core.logs import configure_logging, log_event
-from fgcpay.core.settings import (
-    ConfigError,
-    Settings,
-    database_location,
-    database_shown,
-    load_settings,
-)
-
-if TYPE_CHECKING:
-    from fgcpay.domain.merchants import ApiKey
-    from fgcpay.storage import Database
-
-
-class CommandError(Exception):
-    """A failure already put in the operator's words: printed as it is, in one line."""
+from fgcpay import commands
+from fgcpay.core.logs import configure_logging
+from fgcpay.core.settings import database_shown, load_settings
+from fgcpay.startup import migrate, one_line, root
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,92 +29,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def _fail(message: str, code: int = 2) -> int:
-    print(f"fgcpay: {message}", file=sys.stderr)
-    return code
-
-
-def _root(error: BaseException) -> BaseException:
-    """The failure inside trio's exception groups (a nursery wraps what fails in it)."""
-    while isinstance(error, BaseExceptionGroup):
-        # The first failure that is not only the cancellation another failure caused.
-        real = [e for e in error.exceptions if not isinstance(e, trio.Cancelled)]
-        error = (real or list(error.exceptions))[0]
-    return error
-
-
-def _reason(error: BaseException) -> str:
-    """What went wrong, in a few words: the innermost OS error if one caused it (an error
-    raised while handling another keeps it as its context), else the error's own text."""
-    found = _root(error)
-    cause: BaseException | None = found
-    while cause is not None:
-        if isinstance(cause, OSError):
-            found = cause
-        cause = cause.__cause__ or cause.__context__
-    if isinstance(found, OSError):
-        if isinstance(found.errno, int) and found.errno > 0:
-            # The file an OS error names may be a parent directory of the one asked for.
-            named = f" ({found.filename})" if found.filename else ""
-            return os.strerror(found.errno) + named
-        if isinstance(found, TimeoutError):
-            return "timed out"
-        if found.strerror:
-            return found.strerror
-    lines = str(found).strip().splitlines()
-    return lines[0] if lines else type(found).__name__
-
-
-def one_line(error: BaseException) -> str:
-    """What went wrong, in the one line a failed command prints (`fgcpay.asgi` says the
-    same when the service cannot start)."""
-    root = _root(error)
-    if isinstance(root, CommandError | ConfigError):
-        return str(root)
-    return f"{type(root).__name__}: {_reason(root)}"
-
-
-@asynccontextmanager
-async def _database(settings: Settings) -> AsyncIterator[Database]:
-    """The database of `settings`; failing to open it (connect, create the file, migrate)
-    is a CommandError naming where the database is and why."""
-    from fgcpay.storage import open_database
-
-    opened = False
-    try:
-        # A command is one caller: the smallest pool (writer, listener, one reader).
-        async with open_database(settings.database_url, 3, settings.db_timeout_seconds) as db:
-            opened = True
-            yield db
-    except Exception as error:
-        if opened:
-            raise
-        verb = "connect to" if settings.is_postgres else "open"
-        where = database_location(settings.database_url)
-        raise CommandError(f"cannot {verb} {where}: {_reason(error)}") from error
-
-
-async def check_database(settings: Settings) -> None:
-    """Open the database once and close it, as `fgcpay migrate` does: the migrations are
-    applied (under the lock that keeps concurrent starters apart), and a failure is a
-    CommandError naming where the database is and why."""
-    async with _database(settings):
-        pass
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _Parser(prog="fgcpay", description="fgcpay operator commands")
+    parser = _Parser(prog="fgcpay", description="fgcpay operator subcommands")
     parser.add_argument("--debug", action="store_true", help="show the traceback of a failure")
-    commands = parser.add_subparsers(dest="command", required=True)
+    subcommands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run the service (hypercorn, trio worker)")
+    serve = subcommands.add_parser("serve", help="run the service (hypercorn, trio worker)")
     serve.add_argument("--host", help="bind address (default FGCPAY_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default FGCPAY_PORT or 8000)")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
 
-    commands.add_parser("migrate", help="apply database migrations and exit")
+    subcommands.add_parser("migrate", help="apply database migrations and exit")
 
-    merchant = commands.add_parser("merchant", help="manage merchants")
+    merchant = subcommands.add_parser("merchant", help="manage merchants")
     merchant_commands = merchant.add_subparsers(dest="action", required=True)
     create = merchant_commands.add_parser("create", help="create a merchant and a test API key")
     create.add_argument("--name", required=True)
@@ -146,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--password", help="the new password (default: read one line from standard input)"
     )
 
-    key = commands.add_parser("key", help="manage a merchant's API keys")
+    key = subcommands.add_parser("key", help="manage a merchant's API keys")
     key_commands = key.add_subparsers(dest="action", required=True)
     new_key = key_commands.add_parser("create", help="create a test API key (shown once)")
     new_key.add_argument("--merchant", required=True, help="merchant id (mer_...)")
@@ -157,14 +67,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     revoke.add_argument("--merchant", required=True, help="merchant id (mer_...)")
     revoke.add_argument("--key", required=True, help="key id (key_...)")
 
-    endpoint = commands.add_parser("webhook-endpoint", help="manage webhook endpoints")
+    endpoint = subcommands.add_parser("webhook-endpoint", help="manage webhook endpoints")
     endpoint_commands = endpoint.add_subparsers(dest="action", required=True)
     add = endpoint_commands.add_parser("create", help="register a webhook endpoint for a merchant")
     add.add_argument("--merchant", required=True, help="merchant id (mer_...)")
     add.add_argument("--url", required=True)
     add.add_argument("--events", help="comma-separated event types (default: all)")
 
-    webhook = commands.add_parser("webhook", help="the webhook delivery log")
+    webhook = subcommands.add_parser("webhook", help="the webhook delivery log")
     webhook_commands = webhook.add_subparsers(dest="action", required=True)
     log = webhook_commands.add_parser(
         "deliveries", help="print deliveries with their attempts, newest first, one JSON per line"
@@ -174,13 +84,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.add_argument("--endpoint", help="only deliveries to this endpoint (we_...)")
     log.add_argument("--status", help="pending, succeeded or failed")
 
-    event = commands.add_parser("event", help="events and their deliveries")
+    event = subcommands.add_parser("event", help="events and their deliveries")
     event_commands = event.add_subparsers(dest="action", required=True)
     again = event_commands.add_parser("redeliver", help="queue a new delivery of an event")
     again.add_argument("--merchant", required=True)
     again.add_argument("--event", required=True, help="event id (evt_...)")
 
-    refund = commands.add_parser("refund", help="review refunds (approve or reject)")
+    refund = subcommands.add_parser("refund", help="review refunds (approve or reject)")
     refund_commands = refund.add_subparsers(dest="action", required=True)
     for decision, says in (
         ("approve", "approve a refund: a negative entry joins the ledger"),
@@ -190,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         review.add_argument("--merchant", required=True, help="merchant id (mer_...)")
         review.add_argument("--refund", required=True, help="refund id (re_test_...)")
 
-    ledger = commands.add_parser("ledger", help="the transaction ledger")
+    ledger = subcommands.add_parser("ledger", help="the transaction ledger")
     ledger_commands = ledger.add_subparsers(dest="action", required=True)
     verify = ledger_commands.add_parser(
         "verify",
@@ -198,13 +108,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     verify.add_argument("--merchant", help="only this merchant (mer_...)")
 
-    customer = commands.add_parser("customer", help="test customers on the hosted page")
+    customer = subcommands.add_parser("customer", help="test customers on the hosted page")
     customer_commands = customer.add_subparsers(dest="action", required=True)
     unlock = customer_commands.add_parser("unlock", help="lift a customer code's wrong-PIN lock")
     unlock.add_argument("code", help="customer code, e.g. TEST-0001")
     unlock.add_argument("--merchant", help="only this merchant's lock of a test customer")
 
-    listen = commands.add_parser(
+    listen = subcommands.add_parser(
         "listen",
         help="forward your events to a local server, signed as webhooks (as stripe listen)",
         description=(
@@ -249,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # every failure ends here, as one line
         if args.debug:
             traceback.print_exception(error)
-        return _fail(one_line(error))
+        return commands.fail(one_line(error))
 
 
 def _listen(args: argparse.Namespace) -> int:
@@ -263,14 +173,14 @@ def _listen(args: argparse.Namespace) -> int:
     except ListenError as error:
         if args.debug:
             traceback.print_exception(error)
-        return _fail(f"listen: {error}")
+        return commands.fail(f"listen: {error}")
     except Exception as error:
         if args.debug:
             traceback.print_exception(error)
-        root = _root(error)
-        if isinstance(root, ListenError):
-            return _fail(f"listen: {root}")
-        return _fail(f"listen: {one_line(error)}")
+        found = root(error)
+        if isinstance(found, ListenError):
+            return commands.fail(f"listen: {found}")
+        return commands.fail(f"listen: {one_line(error)}")
     return 0
 
 
@@ -299,393 +209,49 @@ def _run(args: argparse.Namespace) -> int:
     print(f"fgcpay: database {database_shown(settings.database_url)}", file=sys.stderr, flush=True)
     if not creating:
         if missing := _missing_sqlite_file(settings.database_url):
-            return _fail(f"no SQLite database at {missing} (fgcpay migrate creates one)")
+            return commands.fail(f"no SQLite database at {missing} (fgcpay migrate creates one)")
         if not settings.secret_key:
             settings = load_settings()  # the database is there: its secret may be made now
     configure_logging(settings.log_level)
 
     if args.command == "merchant" and args.action == "list":
-        return trio.run(_list_merchants, settings)
+        return trio.run(commands.merchant_list, settings)
     if args.command == "merchant" and args.action == "set-password":
         password = args.password
         if password is None:
             # From standard input, so the password is in no process list or shell history.
             password = sys.stdin.readline().rstrip("\r\n")
-        return trio.run(_set_password, settings, args.merchant, password)
+        return trio.run(commands.merchant_set_password, settings, args.merchant, password)
     if args.command == "key" and args.action == "create":
-        return trio.run(_create_key, settings, args.merchant, args.name)
+        return trio.run(commands.key_create, settings, args.merchant, args.name)
     if args.command == "key" and args.action == "list":
-        return trio.run(_list_keys, settings, args.merchant)
+        return trio.run(commands.key_list, settings, args.merchant)
     if args.command == "key" and args.action == "revoke":
-        return trio.run(_revoke_key, settings, args.merchant, args.key)
+        return trio.run(commands.key_revoke, settings, args.merchant, args.key)
     if args.command == "serve":
-        return _serve(settings, args.host, args.port, args.workers)
+        from fgcpay.workers import serve_workers
+
+        if args.workers < 1:
+            return commands.fail("--workers must be at least 1")
+        return serve_workers(settings, args.host, args.port, args.workers)
     if args.command == "migrate":
-        return trio.run(_migrate, settings)
+        return trio.run(migrate, settings)
     if args.command == "merchant" and args.action == "create":
-        return trio.run(_create_merchant, settings, args.name, args.email, args.password)
+        return trio.run(commands.merchant_create, settings, args.name, args.email, args.password)
     if args.command == "webhook-endpoint" and args.action == "create":
-        return trio.run(_create_endpoint, settings, args.merchant, args.url, args.events)
+        return trio.run(commands.endpoint_create, settings, args.merchant, args.url, args.events)
     if args.command == "event" and args.action == "redeliver":
-        return trio.run(_redeliver, settings, args.merchant, args.event)
+        return trio.run(commands.event_redeliver, settings, args.merchant, args.event)
     if args.command == "webhook" and args.action == "deliveries":
         filters = (args.event, args.endpoint, args.status)
-        return trio.run(_deliveries, settings, args.merchant, *filters)
+        return trio.run(commands.webhook_deliveries, settings, args.merchant, *filters)
     if args.command == "refund":
-        return trio.run(_review_refund, settings, args.merchant, args.refund, args.action)
+        return trio.run(commands.refund_review, settings, args.merchant, args.refund, args.action)
     if args.command == "ledger" and args.action == "verify":
-        return trio.run(_verify_ledger, settings, args.merchant)
+        return trio.run(commands.ledger_verify, settings, args.merchant)
     if args.command == "customer" and args.action == "unlock":
-        return trio.run(_unlock_customer, settings, args.code, args.merchant)
-    return _fail("unknown command")
-
-
-async def _migrate(settings: Settings) -> int:
-    await check_database(settings)
-    log_event("migrations applied", database=database_shown(settings.database_url))
-    return 0
-
-
-async def _create_merchant(settings: Settings, name: str, email: str, password: str | None) -> int:
-    from fgcpay.admin import MerchantInputError, create_merchant
-
-    async with _database(settings) as db:
-        try:
-            created = await create_merchant(db, name, email, password)
-        except MerchantInputError as error:
-            return _fail(str(error))
-    print(json.dumps({"merchant_id": created.merchant.id, "api_key": created.api_key}))
-    return 0
-
-
-async def _set_password(settings: Settings, merchant_id: str, password: str) -> int:
-    from fgcpay.admin import MerchantInputError, set_password
-
-    async with _database(settings) as db:
-        try:
-            merchant = await set_password(db, merchant_id, password)
-        except MerchantInputError as error:
-            return _fail(str(error))
-    print(json.dumps({"merchant_id": merchant.id, "email": merchant.email, "password_set": True}))
-    return 0
-
-
-async def _list_merchants(settings: Settings) -> int:
-    from fgcpay.domain.times import iso_ms
-    from fgcpay.storage import merchants as merchant_rows
-
-    async with _database(settings) as db:
-        merchants = await db.read(merchant_rows.all_merchants)
-    for merchant in merchants:
-        shown = {"id": merchant.id, "name": merchant.name, "email": merchant.email}
-        print(json.dumps({**shown, "created_at": iso_ms(merchant.created_at)}))
-    return 0
-
-
-def _key_json(key: ApiKey) -> dict[str, Any]:
-    from fgcpay.domain.times import iso_ms
-
-    def time(us: int | None) -> str | None:
-        return None if us is None else iso_ms(us)
-
-    return {
-        "id": key.id,
-        "name": key.name,
-        "redacted_key": key.display,
-        "created_at": iso_ms(key.created_at),
-        "last_used_at": time(key.last_used_at),
-        "revoked_at": time(key.revoked_at),
-    }
-
-
-async def _create_key(settings: Settings, merchant_id: str, name: str | None) -> int:
-    from fgcpay.admin import KeyInputError, create_api_key
-
-    async with _database(settings) as db:
-        try:
-            created = await create_api_key(db, merchant_id, name)
-        except KeyInputError as error:
-            return _fail(str(error))
-    print(json.dumps({"id": created.key.id, "api_key": created.api_key}))
-    return 0
-
-
-async def _list_keys(settings: Settings, merchant_id: str) -> int:
-    from fgcpay.admin import KeyInputError, api_keys
-
-    async with _database(settings) as db:
-        try:
-            keys = await api_keys(db, merchant_id)
-        except KeyInputError as error:
-            return _fail(str(error))
-    for key in keys:
-        print(json.dumps(_key_json(key)))
-    return 0
-
-
-async def _revoke_key(settings: Settings, merchant_id: str, key_id: str) -> int:
-    from fgcpay.admin import KeyInputError, revoke_api_key
-
-    async with _database(settings) as db:
-        try:
-            key = await revoke_api_key(db, merchant_id, key_id)
-        except KeyInputError as error:
-            return _fail(str(error))
-    print(json.dumps({"id": key.id, "revoked_at": _key_json(key)["revoked_at"]}))
-    return 0
-
-
-async def _create_endpoint(
-    settings: Settings, merchant_id: str, url: str, events: str | None
-) -> int:
-    from fgcpay.admin import webhook_endpoints
-    from fgcpay.domain.errors import ServiceError
-    from fgcpay.domain.webhooks import parse_endpoint
-
-    body: dict[str, Any] = {"url": url}
-    if events:
-        body["enabled_events"] = [part.strip() for part in events.split(",") if part.strip()]
-    from fgcpay.storage import merchants as merchant_rows
-
-    async with _database(settings) as db:
-        if await db.read(merchant_rows.merchant_by_id, merchant_id) is None:
-            return _fail(f"no merchant {merchant_id}")
-        try:
-            endpoint, secret = await webhook_endpoints(db, settings).create(
-                merchant_id, parse_endpoint(body)
-            )
-        except ServiceError as error:
-            return _fail(f"{error.message} {json.dumps(error.details_json())}")
-    print(json.dumps({"id": endpoint.id, "url": endpoint.url, "secret": secret}))
-    return 0
-
-
-async def _redeliver(settings: Settings, merchant_id: str, event_id: str) -> int:
-    from fgcpay.admin import webhook_endpoints
-    from fgcpay.domain.errors import ServiceError
-
-    async with _database(settings) as db:
-        try:
-            queued = await webhook_endpoints(db, settings).redeliver(merchant_id, event_id)
-        except ServiceError as error:
-            return _fail(error.message)
-    print(json.dumps({"event_id": event_id, "deliveries_queued": queued}))
-    return 0
-
-
-async def _deliveries(
-    settings: Settings,
-    merchant_id: str,
-    event_id: str | None,
-    endpoint_id: str | None,
-    status: str | None,
-) -> int:
-    from fgcpay.admin import DeliveryLogInputError, delivery_log
-    from fgcpay.domain.webhooks import delivery_to_json
-
-    async with _database(settings) as db:
-        try:
-            async for delivery in delivery_log(db, merchant_id, event_id, endpoint_id, status):
-                print(json.dumps(delivery_to_json(delivery)))
-        except DeliveryLogInputError as error:
-            return _fail(str(error))
-    return 0
-
-
-async def _unlock_customer(settings: Settings, code: str, merchant_id: str | None) -> int:
-    from fgcpay.admin import UnlockInputError, unlock_customer
-
-    async with _database(settings) as db:
-        try:
-            code, lifted = await unlock_customer(db, code, merchant_id)
-        except UnlockInputError as error:
-            return _fail(str(error))
-    print(json.dumps({"customer_code": code, "merchant_id": merchant_id, "unlocked": lifted}))
-    return 0
-
-
-async def _review_refund(
-    settings: Settings, merchant_id: str, refund_id: str, decision: str
-) -> int:
-    from fgcpay.admin import RefundInputError, review_refund
-    from fgcpay.domain.errors import ServiceError
-    from fgcpay.domain.refunds import to_json
-
-    async with _database(settings) as db:
-        try:
-            refund = await review_refund(db, settings, merchant_id, refund_id, decision)
-        except RefundInputError as error:
-            return _fail(str(error))
-        except ServiceError as error:
-            return _fail(f"{error.code}: {error.message}")
-    print(json.dumps(to_json(refund)))
-    return 0
-
-
-async def _verify_ledger(settings: Settings, merchant_id: str | None) -> int:
-    from fgcpay.admin import LedgerInputError, verify_ledger
-    from fgcpay.domain.balances import FIELDS
-    from fgcpay.domain.money import format_fgc
-
-    def shown(field: str, minor: int) -> str | int:
-        return minor if field == "transaction_count" else format_fgc(minor)
-
-    async with _database(settings) as db:
-        try:
-            checks = await verify_ledger(db, merchant_id)
-        except LedgerInputError as error:
-            return _fail(str(error))
-    for check in checks:
-        differences: list[dict[str, Any]] = [
-            {"total": field, "running": shown(field, running), "ledger": shown(field, ledger)}
-            for field, running, ledger in check.differences
-        ]
-        differences += [
-            {
-                "total": "refund_reserved_fgc",
-                "transaction_id": off.transaction_id,
-                "running": format_fgc(off.reserved_minor),
-                "ledger": format_fgc(off.refunds_minor),
-            }
-            for off in check.reservations
-        ]
-        totals = {
-            shown_as: shown(shown_as, getattr(check.recomputed, name))
-            for name, shown_as in FIELDS.items()
-        }
-        said = {"merchant_id": check.merchant_id, "agrees": check.agrees, **totals}
-        print(json.dumps({**said, "differences": differences}))
-    disagreeing = sum(not check.agrees for check in checks)
-    if disagreeing:
-        # Exit 1, not the usage errors' 2: the command ran, and found what it looks for.
-        print(f"fgcpay: the ledger disagrees with the totals of {disagreeing} merchant(s)",
-              file=sys.stderr)  # fmt: skip
-        return 1
-    return 0
-
-
-def _serve(settings: Settings, host: str | None, port: int | None, workers: int) -> int:
-    from fgcpay.service import hypercorn_config
-
-    if workers < 1:
-        return _fail("--workers must be at least 1")
-    if workers > 1 and not settings.is_postgres:
-        # Every worker would queue behind the one writer of the SQLite file.
-        if settings.production:
-            raise CommandError(
-                "--workers above 1 needs PostgreSQL in production (FGCPAY_DATABASE_URL):"
-                " SQLite has one writer"
-            )
-        log_event(
-            "several workers on SQLite share one writer; use PostgreSQL to scale out",
-            logging.WARNING,
-            workers=workers,
-        )
-    explicit_public = bool(os.environ.get("FGCPAY_PUBLIC_URL"))
-    settings = settings.with_bind(
-        host or settings.host, settings.port if port is None else port, explicit_public
-    )
-    # Migrate once, before any worker starts, so workers never race on the schema.
-    trio.run(_migrate, settings)
-    try:
-        sockets = hypercorn_config(settings, workers).create_sockets()
-    except OSError as error:
-        address = f"{settings.host}:{settings.port}"
-        raise CommandError(f"cannot listen on {address}: {_reason(error)}") from error
-    if settings.port == 0 and sockets.insecure_sockets:
-        # "Any free port": say (and link to) the one the system chose.
-        bound = int(sockets.insecure_sockets[0].getsockname()[1])
-        settings = settings.with_bind(settings.host, bound, explicit_public)
-    log_event(
-        "starting",
-        public_url=settings.public_url,
-        database=database_shown(settings.database_url),
-        bind=f"{settings.host}:{settings.port}",
-        workers=workers,
-        env=settings.env,
-    )
-    if workers == 1:
-        for sock in sockets.insecure_sockets:
-            sock.listen(1024)
-        trio.run(_run_worker, settings, sockets, None)
-        return 0
-    return _supervise(settings, sockets, workers)
-
-
-def _worker_entry(settings: Settings, sockets: Any, shutdown_line: Connection) -> None:
-    configure_logging(settings.log_level)
-    for sock in sockets.insecure_sockets:
-        sock.listen(1024)
-    trio.run(_run_worker, settings, sockets, shutdown_line)
-
-
-async def _run_worker(settings: Settings, sockets: Any, shutdown_line: Connection | None) -> None:
-    from fgcpay.service import serve, wait_for_signal
-
-    async def trigger() -> None:
-        # Whichever comes first: a signal to this process, or the supervisor's word.
-        async with trio.open_nursery() as nursery:
-
-            async def then_stop(wait: Callable[[], Awaitable[None]]) -> None:
-                await wait()
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(then_stop, wait_for_signal)
-            if shutdown_line is not None:
-                nursery.start_soon(then_stop, partial(_supervisor_done, shutdown_line))
-
-    await serve(settings, sockets=sockets, shutdown_trigger=trigger)
-
-
-async def _supervisor_done(shutdown_line: Connection) -> None:
-    """Return once the supervisor closed its end of the shutdown line or died (the
-    kernel closes it then, whatever killed the process): either way the line's reading
-    end becomes readable, at end of file, and trio wakes at once."""
-    await trio.lowlevel.wait_readable(shutdown_line.fileno())
-    log_event("shutting down", reason="supervisor stopping or gone")
-
-
-def _supervise(settings: Settings, sockets: Any, workers: int) -> int:
-    """Run `workers` processes sharing the listening socket; SIGTERM stops them all."""
-    ctx = multiprocessing.get_context("spawn")
-    # The shutdown line: a pipe whose writing end only this process holds (a spawned
-    # worker inherits no descriptor it was not given), so a worker outlives neither a
-    # stop nor this process's death, even by SIGKILL.
-    line, stop_line = ctx.Pipe(duplex=False)
-    processes = [
-        ctx.Process(target=_worker_entry, args=(settings, sockets, line), name=f"fgcpay-worker-{i}")
-        for i in range(workers)
-    ]
-
-    def stop(signum: int, frame: Any) -> None:
-        stop_line.close()  # idempotent
-
-    for process in processes:
-        process.start()
-    line.close()
-    # Each worker has its own copy now. Ours would keep the port listening, with nobody
-    # accepting, once the workers stop accepting: connections must be refused instead.
-    for sock in sockets.insecure_sockets:
-        sock.close()
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    exit_code = 0
-    running = list(processes)
-    while running:
-        # Whichever worker ends first: if it failed, stop the others too.
-        for sentinel in wait([p.sentinel for p in running]):
-            ended = next(p for p in running if p.sentinel == sentinel)
-            ended.join()
-            running.remove(ended)
-            if ended.exitcode != 0:
-                exit_code = 1
-                stop_line.close()
-    # The workers shared their metrics through a directory derived from this process
-    # (fgcpay.core.metrics): nobody reads it once they have all ended.
-    from fgcpay.core.metrics_files import remove_workers_directory
-
-    remove_workers_directory()
-    return exit_code
+        return trio.run(commands.customer_unlock, settings, args.code, args.merchant)
+    return commands.fail("unknown command")
 
 
 if __name__ == "__main__":

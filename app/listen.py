@@ -29,7 +29,8 @@ from urllib.parse import urlsplit
 import attrs
 import httpx
 import trio
-from fgcpay.domain import webhooks
+from fgcpay.domain.deliveries import ATTEMPT_TIMEOUT_SECONDS
+from fgcpay.domain.signing import SECRET_PREFIX, new_secret, signed_headers
 from fgcpay.domain.urls import UrlError, parse_http_url
 from trio_websocket import (
     ConnectionClosed,
@@ -92,12 +93,12 @@ class LocalState:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
             secret = path.read_text(encoding="utf-8").strip()
-            if secret.startswith(webhooks.SECRET_PREFIX):
+            if secret.startswith(SECRET_PREFIX):
                 return secret
             raise ListenError(
                 f"{path} holds no whsec_ secret: delete it to make a new one"
             ) from None
-        secret = webhooks.new_secret()
+        secret = new_secret()
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(secret + "\n")
         return secret
@@ -294,14 +295,14 @@ async def forward(
     """Post the event as a delivery posts it (body, headers, both signatures), once, under
     the delivery's deadline; the answer's status, or what went wrong."""
     body = text.encode("utf-8")
-    headers = webhooks.signed_headers(event_id, body, int(time.time()), [secret])
-    with trio.move_on_after(webhooks.ATTEMPT_TIMEOUT_SECONDS):
+    headers = signed_headers(event_id, body, int(time.time()), [secret])
+    with trio.move_on_after(ATTEMPT_TIMEOUT_SECONDS):
         try:
             response = await client.post(url, content=body, headers=headers)
         except httpx.HTTPError as error:
             return f"error: {type(error).__name__}: {_reason(error)}"
         return str(response.status_code)
-    return f"error: no answer within {webhooks.ATTEMPT_TIMEOUT_SECONDS:g} s"
+    return f"error: no answer within {ATTEMPT_TIMEOUT_SECONDS:g} s"
 
 
 def _closed_code(closed: ConnectionClosed) -> int | None:

@@ -26,7 +26,10 @@ def _where(frame: str) -> tuple[str, str]:
     if _SITE in path:
         package = path.split(_SITE, 1)[1].split("/", 1)[0].removesuffix(".py")
         return package, f"{func} ({package})"
-    if str(REPO) in path and "/cli.py" not in path and "/.venv/" not in path:
+    # The command and its process supervisor: at the bottom of each main thread's stack,
+    # not the service's own functions.
+    entry = path.endswith(("/app/cli.py", "/app/workers.py"))
+    if str(REPO) in path and not entry and "/.venv/" not in path:
         short = path.split(str(REPO) + "/", 1)[1]
         return "fgcpay/" + short.split("/", 1)[0], f"{func} ({short})"
     return "python", f"{func} ({Path(path).name})"

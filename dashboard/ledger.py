@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fgcpay.domain import transactions, webhooks
+from fgcpay.domain import transactions
+from fgcpay.domain.events import EVENT_TYPES, Event, EventQuery
 from fgcpay.domain.transactions import Transaction
-from fgcpay.domain.webhooks import Event
 from quart import Response, url_for
 
 from ._listing import Listing, amount, detail_page, list_page
@@ -40,9 +40,9 @@ EVENTS: Listing[Event] = Listing(
     detail="dashboard.event",
     title="Events",
     noun="event",
-    query=webhooks.EventQuery,
+    query=EventQuery,
     filter_name="type",
-    choices=webhooks.EVENT_TYPES,
+    choices=EVENT_TYPES,
     columns=("Type", "About", "Created"),
     page=lambda service, *page: service.webhook_endpoints.events(*page),
     get=lambda service, merchant_id, item_id: service.webhook_endpoints.event(merchant_id, item_id),

@@ -13,8 +13,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fgcpay.domain import endpoints, errors, webhooks
+from fgcpay.domain import endpoints, errors
+from fgcpay.domain.deliveries import DELIVERY_STATUSES, Delivery, parse_delivery_query
+from fgcpay.domain.endpoint_requests import parse_endpoint
 from fgcpay.domain.endpoints import WebhookEndpoint
+from fgcpay.domain.events import ALL_EVENTS, EVENT_TYPES
 from fgcpay.web.plumbing import current_service
 from fgcpay.webhooks.delivery_log import DeliveryLog
 from quart import Response, request
@@ -33,7 +36,7 @@ NOTICES = {
 
 
 def _event_choices() -> list[tuple[str, str]]:
-    return [(webhooks.ALL_EVENTS, "All events")] + [(t, t) for t in webhooks.EVENT_TYPES]
+    return [(ALL_EVENTS, "All events")] + [(t, t) for t in EVENT_TYPES]
 
 
 def _problems(error: errors.ValidationFailed) -> dict[str, str]:
@@ -56,7 +59,7 @@ async def _list(
         status,
         endpoints=found,
         choices=_event_choices(),
-        form=form or {"url": "", "events": [webhooks.ALL_EVENTS]},
+        form=form or {"url": "", "events": [ALL_EVENTS]},
         problems=problems or {},
         deleted=request.args.get("deleted") == "1",
     )
@@ -76,7 +79,7 @@ async def add_webhook() -> Response:
     chosen = form.getlist("events")
     kept = {"url": url[:2048], "events": chosen}
     try:
-        parsed = webhooks.parse_endpoint({"url": url, "enabled_events": chosen})
+        parsed = parse_endpoint({"url": url, "enabled_events": chosen})
         endpoint, _ = await current_service().webhook_endpoints.create(
             current().merchant.id, parsed
         )
@@ -96,7 +99,7 @@ async def _detail(endpoint: WebhookEndpoint, status: int = 200, **context: Any) 
     query_args["limit"] = [str(PAGE_SIZE)]
     merchant_id = current().merchant.id
     try:
-        query = webhooks.parse_delivery_query(query_args)
+        query = parse_delivery_query(query_args)
         deliveries, has_more = await DeliveryLog(current_service().db).page(merchant_id, query)
     except errors.ValidationFailed:  # a filter or cursor not made by this page
         return await not_found()
@@ -112,7 +115,7 @@ async def _detail(endpoint: WebhookEndpoint, status: int = 200, **context: Any) 
         deliveries=deliveries,
         next_cursor=deliveries[-1].id if has_more and deliveries else None,
         status_filter=query.page.status,
-        statuses=webhooks.DELIVERY_STATUSES,
+        statuses=DELIVERY_STATUSES,
         **context,
     )
 
@@ -199,9 +202,7 @@ async def delete_webhook(endpoint_id: str) -> Response:
     return see_other("/dashboard/webhooks?deleted=1")
 
 
-async def _delivery(
-    endpoint_id: str, delivery_id: str
-) -> tuple[WebhookEndpoint, webhooks.Delivery] | None:
+async def _delivery(endpoint_id: str, delivery_id: str) -> tuple[WebhookEndpoint, Delivery] | None:
     endpoint = await _endpoint(endpoint_id)
     if endpoint is None:
         return None

@@ -8,8 +8,8 @@ import attrs
 from pydantic import Field, WithJsonSchema
 from typing_extensions import TypedDict
 
+from .events import ALL_EVENTS
 from .times import iso_ms
-from .webhooks import ALL_EVENTS
 
 
 @attrs.frozen

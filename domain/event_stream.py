@@ -11,10 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
 from . import ids
+from .events import EVENT_RETENTION_US, EVENT_TYPES, EventTypeName, Time
 from .fields import Rule, fail, once
 from .lists import parse_query
 from .times import iso_ms
-from .webhooks import EVENT_RETENTION_US, EVENT_TYPES, EventTypeName, Time
 
 MOST_STREAMS = 5
 """Streams one merchant may hold open at once, over every process."""

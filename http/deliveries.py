@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from fgcpay.domain import webhooks
+from fgcpay.domain.deliveries import (
+    WebhookDeliveryQuery,
+    WebhookDeliveryWire,
+    delivery_to_json,
+    parse_delivery_query,
+)
 from fgcpay.domain.lists import Page, envelope
 from fgcpay.web.plumbing import current_service, principal
 from fgcpay.web.responses import json_response
@@ -28,15 +33,15 @@ def _log() -> DeliveryLog:
         "answer). Filters combine."
     ),
     tag="Webhook deliveries",
-    query=webhooks.WebhookDeliveryQuery,
+    query=WebhookDeliveryQuery,
     status=200,
     answer="A page of deliveries.",
-    schema=Page[webhooks.WebhookDeliveryWire],
+    schema=Page[WebhookDeliveryWire],
 )
 async def list_webhook_deliveries() -> Response:
-    query = webhooks.parse_delivery_query(request.args.to_dict(flat=False))
+    query = parse_delivery_query(request.args.to_dict(flat=False))
     rows, has_more = await _log().page(principal().merchant.id, query)
-    data = [webhooks.delivery_to_json(row) for row in rows]
+    data = [delivery_to_json(row) for row in rows]
     return json_response(envelope(data, has_more, rows[-1].id if rows else None))
 
 
@@ -47,8 +52,8 @@ async def list_webhook_deliveries() -> Response:
     tag="Webhook deliveries",
     status=200,
     answer="The delivery.",
-    schema=webhooks.WebhookDeliveryWire,
+    schema=WebhookDeliveryWire,
 )
 async def get_webhook_delivery(delivery_id: str) -> Response:
     delivery = await _log().get(principal().merchant.id, delivery_id)
-    return json_response(webhooks.delivery_to_json(delivery))
+    return json_response(delivery_to_json(delivery))

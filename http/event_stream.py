@@ -18,7 +18,7 @@ import trio
 from fgcpay.domain import errors
 from fgcpay.domain import event_stream as rules
 from fgcpay.domain.event_stream import StreamHelloWire, StreamPingWire, parse_stream_query
-from fgcpay.domain.webhooks import EventWire
+from fgcpay.domain.events import EventWire
 from fgcpay.storage import DatabaseUnavailable
 from fgcpay.web.errors import api_error_response, database_unavailable
 from fgcpay.web.plumbing import current_service, handshake_headers, log_request, principal

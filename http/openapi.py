@@ -7,10 +7,10 @@ import json
 import re
 from typing import Any
 
-from fgcpay.domain import webhooks
 from fgcpay.domain.checkout import AMOUNT_SCHEMA
 from fgcpay.domain.errors import FieldErrorWire
 from fgcpay.domain.event_stream import CLOSE_CODES
+from fgcpay.domain.events import EVENT_TYPES
 from fgcpay.domain.fields import COMPONENT, Metadata
 from fgcpay.web.errors import ApiError
 from fgcpay.web.plumbing import API_PREFIX
@@ -93,7 +93,7 @@ def _schemas(operations: list[Operation]) -> tuple[dict[str, Any], dict[str, Any
     components.update(
         Amount=AMOUNT_SCHEMA,
         Metadata=Metadata.component(),
-        EventType={"type": "string", "enum": list(webhooks.EVENT_TYPES)},
+        EventType={"type": "string", "enum": list(EVENT_TYPES)},
         NoBody=NO_BODY,
     )
     return {key: schema for (key, _), schema in by_key.items()}, components

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import json
 
-from fgcpay.domain import endpoints, webhooks
+from fgcpay.domain import endpoints
+from fgcpay.domain.endpoint_requests import (
+    WebhookEndpointCreate,
+    WebhookEndpointUpdate,
+    parse_endpoint,
+    parse_endpoint_update,
+)
+from fgcpay.domain.events import EventQuery, EventWire, RedeliveryWire, redelivery_to_json
 from fgcpay.domain.lists import Page, envelope, parse_list_query, reject_query
 from fgcpay.web.body import json_object, no_body
 from fgcpay.web.plumbing import current_service, principal
@@ -24,7 +31,7 @@ EVENTS = "Events"
     operation_id="createWebhookEndpoint",
     summary="Register a webhook endpoint",
     tag=WEBHOOKS,
-    body=webhooks.WebhookEndpointCreate,
+    body=WebhookEndpointCreate,
     status=201,
     answer="Created; the answer carries the signing secret, shown this once.",
     schema=endpoints.WebhookEndpointWire,
@@ -32,7 +39,7 @@ EVENTS = "Events"
 )
 @idempotent_secret
 async def create_webhook_endpoint() -> Response:
-    parsed = webhooks.parse_endpoint(await json_object())
+    parsed = parse_endpoint(await json_object())
     endpoint, secret = await current_service().webhook_endpoints.create(
         principal().merchant.id, parsed
     )
@@ -80,13 +87,13 @@ async def get_webhook_endpoint(endpoint_id: str) -> Response:
         "when they are attempted. The secret is not shown (rotate_secret replaces it)."
     ),
     tag=WEBHOOKS,
-    body=webhooks.WebhookEndpointUpdate,
+    body=WebhookEndpointUpdate,
     status=200,
     answer="The endpoint as changed.",
     schema=endpoints.WebhookEndpointWire,
 )
 async def update_webhook_endpoint(endpoint_id: str) -> Response:
-    change = webhooks.parse_endpoint_update(await json_object())
+    change = parse_endpoint_update(await json_object())
     changed = await current_service().webhook_endpoints.update(
         principal().merchant.id, endpoint_id, change
     )
@@ -139,13 +146,13 @@ async def rotate_webhook_secret(endpoint_id: str) -> Response:
     operation_id="listEvents",
     summary="List events of the last 30 days, newest first",
     tag=EVENTS,
-    query=webhooks.EventQuery,
+    query=EventQuery,
     status=200,
     answer="A page of events.",
-    schema=Page[webhooks.EventWire],
+    schema=Page[EventWire],
 )
 async def list_events() -> Response:
-    query = parse_list_query(webhooks.EventQuery, request.args.to_dict(flat=False), "type")
+    query = parse_list_query(EventQuery, request.args.to_dict(flat=False), "type")
     rows, has_more = await current_service().webhook_endpoints.events(
         principal().merchant.id, query.status, query.starting_after, query.limit
     )
@@ -160,7 +167,7 @@ async def list_events() -> Response:
     tag=EVENTS,
     status=200,
     answer="The event.",
-    schema=webhooks.EventWire,
+    schema=EventWire,
 )
 async def get_event(event_id: str) -> Response:
     event = await current_service().webhook_endpoints.event(principal().merchant.id, event_id)
@@ -175,11 +182,11 @@ async def get_event(event_id: str) -> Response:
     no_body=True,
     status=202,
     answer="Queued.",
-    schema=webhooks.RedeliveryWire,
+    schema=RedeliveryWire,
     idempotent=True,
 )
 @idempotent
 async def redeliver_event(event_id: str) -> Response:
     await no_body()
     queued = await current_service().webhook_endpoints.redeliver(principal().merchant.id, event_id)
-    return json_response(webhooks.redelivery_to_json(event_id, queued), 202)
+    return json_response(redelivery_to_json(event_id, queued), 202)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from fgcpay.domain.checkout import STATES, CheckoutSession
+from fgcpay.domain.events import Event
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.transactions import Transaction
-from fgcpay.domain.webhooks import Event
 
 from . import customers, idempotency, transactions, webhooks
 from ._database import Row, Tx, locks

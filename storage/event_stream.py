@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import attrs
-from fgcpay.domain.webhooks import Event
+from fgcpay.domain.events import Event
 
 from ._database import LockKey, Row, Tx, locks
 from .merchants import api_key_of

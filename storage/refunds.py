@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import attrs
 from fgcpay.domain import balances as totals
+from fgcpay.domain.events import Event
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.refunds import STATES, Refund
 from fgcpay.domain.transactions import REFUND, Transaction
-from fgcpay.domain.webhooks import Event
 
 from . import balances, idempotency, transactions, webhooks
 from ._database import Row, Tx, locks

@@ -7,10 +7,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 import attrs
+from fgcpay.domain.events import Event
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.subscriptions import STATES, Subscription
 from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
-from fgcpay.domain.webhooks import Event
 
 from . import customers, idempotency, transactions, webhooks
 from ._bulk import Column

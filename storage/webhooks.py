@@ -7,15 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 from fgcpay.domain import ids
+from fgcpay.domain.deliveries import DELIVERY_PREFIX, Delivery, DeliveryAttempt, SenderLimits
 from fgcpay.domain.endpoints import WebhookEndpoint, decode_events, encode_events
-from fgcpay.domain.webhooks import (
-    DELIVERY_PREFIX,
-    Delivery,
-    DeliveryAttempt,
-    Event,
-    SenderLimits,
-    subscribes,
-)
+from fgcpay.domain.events import Event, subscribes
 
 from . import event_stream
 from ._bulk import Column, arrays, insert_rows, unnest

@@ -15,8 +15,8 @@ import pytest
 import trio
 from fgcpay.admin import create_merchant, verify_ledger
 from fgcpay.domain import ids, refunds
+from fgcpay.domain.events import new_event
 from fgcpay.domain.transactions import Transaction
-from fgcpay.domain.webhooks import new_event
 from fgcpay.storage import Database, Tx, balances, open_database, transactions
 from fgcpay.storage import refunds as refund_rows
 from fgcpay.storage import test_clocks as clock_rows

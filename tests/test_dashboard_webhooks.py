@@ -13,7 +13,7 @@ import trio.testing
 from fgcpay.admin import create_merchant
 from fgcpay.core.clock import TrioClock
 from fgcpay.core.settings import Settings
-from fgcpay.domain.webhooks import verify
+from fgcpay.domain.signing import verify
 from fgcpay.storage import webhooks as webhook_rows
 from helpers import (
     PASSWORD,

@@ -18,8 +18,9 @@ from fgcpay.admin import create_merchant
 from fgcpay.core.clock import TrioClock
 from fgcpay.core.settings import Settings
 from fgcpay.domain import ids
+from fgcpay.domain.deliveries import SenderLimits
 from fgcpay.domain.endpoints import WebhookEndpoint
-from fgcpay.domain.webhooks import SenderLimits, new_event
+from fgcpay.domain.events import new_event
 from fgcpay.storage import Database, Tx, open_database
 from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.storage.webhooks import AttemptRecord, DeliveryJob

@@ -408,6 +408,6 @@ async def test_deliveries_written_before_the_log_keep_working(
 
 
 def _no_limits() -> Any:
-    from fgcpay.domain.webhooks import SenderLimits
+    from fgcpay.domain.deliveries import SenderLimits
 
     return SenderLimits(8, 8)

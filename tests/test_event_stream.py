@@ -13,7 +13,7 @@ import trio
 from fgcpay.admin import revoke_api_key
 from fgcpay.domain import event_stream as rules
 from fgcpay.domain import ids
-from fgcpay.domain.webhooks import EVENT_RETENTION_US, new_event
+from fgcpay.domain.events import EVENT_RETENTION_US, new_event
 from fgcpay.storage import event_stream, merchants
 from fgcpay.storage import webhooks as webhook_rows
 from helpers import (

@@ -15,7 +15,7 @@ import psycopg
 import trio
 from fgcpay.admin import create_merchant
 from fgcpay.domain import ids
-from fgcpay.domain.webhooks import Event, new_event
+from fgcpay.domain.events import Event, new_event
 from fgcpay.storage import Database, event_stream, merchants, open_database, webhooks
 from fgcpay.storage._migrations import load_migrations, pg_apply_migrations, sqlite_apply_migrations
 from fgcpay.storage._postgres import PgTx

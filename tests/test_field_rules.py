@@ -9,7 +9,9 @@ import unicodedata
 from typing import Any
 
 import pytest
-from fgcpay.domain import checkout, fields, refunds, subscriptions, test_clocks, webhooks
+from fgcpay.domain import checkout, fields, refunds, subscriptions, test_clocks
+from fgcpay.domain.deliveries import parse_delivery_query
+from fgcpay.domain.endpoint_requests import parse_endpoint
 from fgcpay.domain.errors import ValidationFailed
 from fgcpay.domain.lists import QUERY_MESSAGE
 from helpers import NOW_US, subscription_body, valid_body
@@ -49,14 +51,14 @@ def test_a_metadata_key_is_named_and_caller_text_is_never_formatted() -> None:
         ("metadata." + "k" * 40, "Keys must be 1 to 40 characters.")
     ]
     body = {"url": "https://hooks.example/", "enabled_events": ["{message}", "{field}"]}
-    assert problems(webhooks.parse_endpoint, body) == [
+    assert problems(parse_endpoint, body) == [
         ("enabled_events", "Unknown event types: {field}, {message}.")
     ]
 
 
 def test_query_problems_use_the_query_wording() -> None:
     with pytest.raises(ValidationFailed) as failed:
-        webhooks.parse_delivery_query(
+        parse_delivery_query(
             {"limit": ["5", "6"], "x": ["1"], "status": ["nope"], "event_id": ["evt_1"]}
         )
     assert failed.value.message == QUERY_MESSAGE
@@ -66,7 +68,7 @@ def test_query_problems_use_the_query_wording() -> None:
         ("status", "Must be one of: pending, succeeded, failed."),
         ("event_id", "Must be an event id (evt_...)."),
     ]
-    query = webhooks.parse_delivery_query({"limit": ["007"]})
+    query = parse_delivery_query({"limit": ["007"]})
     assert query.page.limit == 7 and query.endpoint_id is None
 
 

@@ -14,9 +14,9 @@ import trio
 from fgcpay.admin import create_merchant, verify_ledger
 from fgcpay.domain import ids, refunds
 from fgcpay.domain.balances import Totals
+from fgcpay.domain.events import new_event
 from fgcpay.domain.refunds import Refund
 from fgcpay.domain.transactions import Transaction
-from fgcpay.domain.webhooks import new_event
 from fgcpay.storage import Database, Tx, open_database, transactions
 from fgcpay.storage import balances as balance_rows
 from fgcpay.storage import refunds as refund_rows

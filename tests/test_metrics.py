@@ -20,7 +20,7 @@ from fgcpay.core.settings import ConfigError, Settings, load_settings
 from fgcpay.domain import ids, money
 from fgcpay.domain.checkout import CheckoutSession
 from fgcpay.domain.endpoints import WebhookEndpoint
-from fgcpay.domain.webhooks import new_event
+from fgcpay.domain.events import new_event
 from fgcpay.http.metrics import FACTS_MAX_AGE_SECONDS
 from fgcpay.storage import (
     Database,

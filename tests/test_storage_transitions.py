@@ -14,9 +14,9 @@ from fgcpay.admin import create_merchant
 from fgcpay.domain import checkout, ids, money
 from fgcpay.domain import subscriptions as subscriptions_domain
 from fgcpay.domain.checkout import CheckoutSession
+from fgcpay.domain.events import new_event
 from fgcpay.domain.states import StateMachine
 from fgcpay.domain.transactions import PAYMENT, Transaction
-from fgcpay.domain.webhooks import new_event
 from fgcpay.storage import Database, checkout_sessions, subscriptions, transactions, webhooks
 from helpers import CHARGING, after_transition, subscription_event, subscription_record
 

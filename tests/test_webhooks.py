@@ -172,7 +172,7 @@ async def test_retry_after_on_429_is_honoured(
 async def test_after_the_last_attempt_the_delivery_is_failed(
     nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
 ) -> None:
-    from fgcpay.domain.webhooks import MAX_ATTEMPTS, RETRY_SCHEDULE_SECONDS
+    from fgcpay.domain.deliveries import MAX_ATTEMPTS, RETRY_SCHEDULE_SECONDS
 
     server = await start_server(nursery, settings, clock=TrioClock())
     receiver = await start_receiver(nursery)
@@ -414,7 +414,7 @@ def test_signing_matches_the_contract_by_hand() -> None:
     import hashlib
     import hmac
 
-    from fgcpay.domain.webhooks import signed_headers
+    from fgcpay.domain.signing import signed_headers
 
     body = b'{"id":"evt_1"}'
     headers = signed_headers("evt_1", body, 1700000000, ["whsec_c2VjcmV0"])

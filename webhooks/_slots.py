@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter, deque
 
 import attrs
-from fgcpay.domain.webhooks import ATTEMPT_TIMEOUT_SECONDS, SenderLimits
+from fgcpay.domain.deliveries import ATTEMPT_TIMEOUT_SECONDS, SenderLimits
 from fgcpay.storage.webhooks import DeliveryJob
 
 AHEAD = 3

@@ -39,7 +39,7 @@ import certifi
 import h11
 import idna
 import trio
-from fgcpay.domain.webhooks import ATTEMPT_TIMEOUT_SECONDS, RESPONSE_KEEP_BYTES
+from fgcpay.domain.deliveries import ATTEMPT_TIMEOUT_SECONDS, RESPONSE_KEEP_BYTES
 
 from . import destinations
 

@@ -4,7 +4,7 @@ get deliveries and their attempts from."""
 from __future__ import annotations
 
 import attrs
-from fgcpay.domain.webhooks import DELIVERY_PREFIX, Delivery, DeliveryQuery
+from fgcpay.domain.deliveries import DELIVERY_PREFIX, Delivery, DeliveryQuery
 from fgcpay.storage import Database
 from fgcpay.storage import webhooks as webhook_rows
 from fgcpay.storage.owned import OwnedRows

@@ -47,8 +47,15 @@ from fgcpay.core import metrics
 from fgcpay.core.clock import Clock
 from fgcpay.core.logs import log_event
 from fgcpay.core.supervision import Supervisor
-from fgcpay.domain import errors, webhooks
+from fgcpay.domain import errors
+from fgcpay.domain.deliveries import (
+    ATTEMPT_TIMEOUT_SECONDS,
+    MIN_LEASE_SECONDS,
+    DeliveryAttempt,
+    retry_delay,
+)
 from fgcpay.domain.secret_box import SecretBox
+from fgcpay.domain.signing import signed_headers
 from fgcpay.domain.times import iso_ms
 from fgcpay.storage import Database
 from fgcpay.storage import webhooks as webhook_rows
@@ -96,11 +103,11 @@ class WebhookDispatcher:
         tls: ssl.SSLContext | None = None,
         supervisor: Supervisor | None = None,
     ) -> None:
-        if lease_seconds < webhooks.MIN_LEASE_SECONDS:
+        if lease_seconds < MIN_LEASE_SECONDS:
             raise ValueError(
                 f"the delivery lease ({lease_seconds} s) must be at least"
-                f" {webhooks.MIN_LEASE_SECONDS} s, twice an attempt's"
-                f" {webhooks.ATTEMPT_TIMEOUT_SECONDS} s deadline"
+                f" {MIN_LEASE_SECONDS} s, twice an attempt's"
+                f" {ATTEMPT_TIMEOUT_SECONDS} s deadline"
             )
         self.db = db
         self.clock = clock
@@ -315,7 +322,7 @@ class WebhookDispatcher:
 
     async def send_once(
         self, url: str, event_id: str, body: str, signing_secrets: list[str]
-    ) -> webhooks.DeliveryAttempt:
+    ) -> DeliveryAttempt:
         """Sign and post `body` to `url` once, as an attempt of a delivery is sent (the
         same client, SSRF guard and deadline), recording nothing: a test event.
 
@@ -332,12 +339,12 @@ class WebhookDispatcher:
         event_id: str,
         text: str,
         signing_secrets: list[str],
-    ) -> tuple[webhooks.DeliveryAttempt, int | None]:
+    ) -> tuple[DeliveryAttempt, int | None]:
         """One POST signed now, under the attempt's deadline: what came of it, and the
         answer's `Retry-After` (as seconds) if it had one."""
         now = self.clock.now_us()
         body = text.encode("utf-8")
-        headers = webhooks.signed_headers(event_id, body, now // 1_000_000, signing_secrets)
+        headers = signed_headers(event_id, body, now // 1_000_000, signing_secrets)
         status: int | None = None
         error: str | None = None
         answer: str | None = None
@@ -352,7 +359,7 @@ class WebhookDispatcher:
             answer = sent.body.decode("utf-8", errors="replace")
             retry_after = _retry_after(sent.header(b"retry-after"), self.clock.now_us())
         latency_ms = int((time.perf_counter() - started) * 1000)
-        attempt = webhooks.DeliveryAttempt(
+        attempt = DeliveryAttempt(
             at=self.clock.now_us(),
             status_code=status,
             latency_ms=latency_ms,
@@ -373,7 +380,7 @@ class WebhookDispatcher:
         else:
             if status is not None and status not in (429, 503):
                 retry_after = None
-            delay = webhooks.retry_delay(job.attempts + 1, retry_after)
+            delay = retry_delay(job.attempts + 1, retry_after)
             if delay is None:
                 outcome, next_at = "failed", None
             else:

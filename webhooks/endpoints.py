@@ -6,10 +6,13 @@ from collections.abc import Awaitable, Callable
 
 import attrs
 from fgcpay.core.clock import Clock
-from fgcpay.domain import errors, ids, limits, webhooks
+from fgcpay.domain import errors, ids, limits
+from fgcpay.domain.deliveries import DeliveryAttempt
+from fgcpay.domain.endpoint_requests import EndpointChange, EndpointRequest, parse_enabled_events
 from fgcpay.domain.endpoints import WebhookEndpoint, to_json
+from fgcpay.domain.events import EVENT_RETENTION_US, Event, test_event_body
 from fgcpay.domain.secret_box import SecretBox
-from fgcpay.domain.webhooks import DeliveryAttempt, EndpointChange, EndpointRequest, Event
+from fgcpay.domain.signing import ROTATION_OVERLAP_US, new_secret
 from fgcpay.storage import Database
 from fgcpay.storage import limits as limit_counts
 from fgcpay.storage import webhooks as webhook_rows
@@ -52,7 +55,7 @@ class WebhookEndpoints:
                     )
                 ]  # fmt: skip
             )
-        secret = webhooks.new_secret()
+        secret = new_secret()
         endpoint = WebhookEndpoint(
             id="we_" + ids.random_base62(24),
             merchant_id=merchant_id,
@@ -86,14 +89,14 @@ class WebhookEndpoints:
         self, merchant_id: str, endpoint_id: str
     ) -> tuple[WebhookEndpoint, str]:
         """A new secret; the old one keeps signing (a second `v1=`) for 24 hours."""
-        secret = webhooks.new_secret()
+        secret = new_secret()
         rotated = await self.db.write(
             webhook_rows.rotate_secret,
             merchant_id,
             endpoint_id[:64],
             self.box.seal(secret),
             self.clock.now_us(),
-            webhooks.ROTATION_OVERLAP_US,
+            ROTATION_OVERLAP_US,
         )
         if rotated is None:
             raise errors.NotFound("No such webhook endpoint.")
@@ -103,7 +106,7 @@ class WebhookEndpoints:
         self, merchant_id: str, endpoint_id: str, enabled_events: list[str]
     ) -> WebhookEndpoint:
         """The event types the endpoint receives from now on, checked as the create's."""
-        chosen = webhooks.parse_enabled_events(enabled_events)
+        chosen = parse_enabled_events(enabled_events)
         changed = await self.db.write(
             webhook_rows.set_enabled_events, merchant_id, endpoint_id[:64], chosen
         )
@@ -152,7 +155,7 @@ class WebhookEndpoints:
         if self.send is None:
             raise errors.Unavailable("Webhook sending is not running here.")
         event_id = "evt_" + ids.random_base62(24)
-        body = webhooks.test_event_body(event_id, self.clock.now_us(), to_json(endpoint))
+        body = test_event_body(event_id, self.clock.now_us(), to_json(endpoint))
         return await self.send(endpoint.url, event_id, body, self.signing_secrets(endpoint))
 
     async def event(self, merchant_id: str, event_id: str) -> Event:
@@ -161,7 +164,7 @@ class WebhookEndpoints:
     async def events(
         self, merchant_id: str, event_type: str | None, starting_after: str | None, limit: int
     ) -> tuple[list[Event], bool]:
-        since = self.clock.now_us() - webhooks.EVENT_RETENTION_US
+        since = self.clock.now_us() - EVENT_RETENTION_US
         return await EVENTS.page(
             self.db,
             merchant_id,

@@ -23,8 +23,8 @@ from fgcpay.core.logs import log_event
 from fgcpay.domain import errors, ids
 from fgcpay.domain import event_stream as rules
 from fgcpay.domain.errors import FieldError
+from fgcpay.domain.events import EVENT_RETENTION_US, Event
 from fgcpay.domain.lists import query_error
-from fgcpay.domain.webhooks import EVENT_RETENTION_US, Event
 from fgcpay.live_status import EventBells
 from fgcpay.storage import Database, DatabaseUnavailable, StorageError, event_stream
 from fgcpay.storage.event_stream import START, Position

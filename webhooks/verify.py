@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from fgcpay.domain.webhooks import TOLERANCE_SECONDS, WebhookVerificationError, verify
+from fgcpay.domain.signing import TOLERANCE_SECONDS, WebhookVerificationError, verify
 
 __all__ = ["WebhookVerificationError", "verify_delivery"]
 

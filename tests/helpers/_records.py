@@ -12,10 +12,10 @@ from typing import Any
 import attrs
 from fgcpay.domain import ids, money, periods
 from fgcpay.domain import subscriptions as subs
+from fgcpay.domain.events import Event, new_event
 from fgcpay.domain.subscriptions import Subscription
 from fgcpay.domain.test_clocks import READY, TestClock
 from fgcpay.domain.transactions import Transaction
-from fgcpay.domain.webhooks import Event, new_event
 
 NOW_US = 1_800_000_000_000_000
 SECOND = 1_000_000

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 from fgcpay.domain import ids
-from fgcpay.domain.webhooks import new_event
+from fgcpay.domain.events import new_event
 from fgcpay.storage import webhooks
 
 from ._service import MerchantClient, Server

@@ -15,10 +15,10 @@ from typing import Any
 import attrs
 import trio
 from fgcpay.domain import ids, periods, subscriptions, test_clocks
+from fgcpay.domain.events import Event, new_event
 from fgcpay.domain.subscriptions import Subscription
 from fgcpay.domain.test_clocks import TestClock
 from fgcpay.domain.transactions import Transaction
-from fgcpay.domain.webhooks import Event, new_event
 from fgcpay.service import Service
 from fgcpay.storage import Database, Row, Tx
 from fgcpay.storage import subscriptions as subscription_rows

@@ -1,0 +1,253 @@
+"""The operator commands that read or change what the database holds (`fgcpay merchant`,
+`key`, `webhook-endpoint`, `event`, `webhook`, `refund`, `ledger`, `customer`): each opens
+the database (`fgcpay.startup`), does its action through `fgcpay.admin` (or storage's
+reads), and prints what it did as JSON, one object a line, on standard output. A refusal
+is one line on standard error and exit status 2 (`ledger verify` exits 1 when it finds a
+difference). `fgcpay.cli` parses the arguments and calls them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from fgcpay.startup import database
+
+if TYPE_CHECKING:
+    from fgcpay.core.settings import Settings
+    from fgcpay.domain.merchants import ApiKey
+
+
+def fail(message: str, code: int = 2) -> int:
+    """Say why the command failed, in one line on standard error; its exit status."""
+    print(f"fgcpay: {message}", file=sys.stderr)
+    return code
+
+
+async def merchant_create(settings: Settings, name: str, email: str, password: str | None) -> int:
+    """`fgcpay merchant create`: a merchant and its first test API key (shown once)."""
+    from fgcpay.admin import MerchantInputError, create_merchant
+
+    async with database(settings) as db:
+        try:
+            created = await create_merchant(db, name, email, password)
+        except MerchantInputError as error:
+            return fail(str(error))
+    print(json.dumps({"merchant_id": created.merchant.id, "api_key": created.api_key}))
+    return 0
+
+
+async def merchant_set_password(settings: Settings, merchant_id: str, password: str) -> int:
+    """`fgcpay merchant set-password`: set or reset the dashboard password (its sessions end)."""
+    from fgcpay.admin import MerchantInputError, set_password
+
+    async with database(settings) as db:
+        try:
+            merchant = await set_password(db, merchant_id, password)
+        except MerchantInputError as error:
+            return fail(str(error))
+    print(json.dumps({"merchant_id": merchant.id, "email": merchant.email, "password_set": True}))
+    return 0
+
+
+async def merchant_list(settings: Settings) -> int:
+    """`fgcpay merchant list`: every merchant, one a line."""
+    from fgcpay.domain.times import iso_ms
+    from fgcpay.storage import merchants as merchant_rows
+
+    async with database(settings) as db:
+        merchants = await db.read(merchant_rows.all_merchants)
+    for merchant in merchants:
+        shown = {"id": merchant.id, "name": merchant.name, "email": merchant.email}
+        print(json.dumps({**shown, "created_at": iso_ms(merchant.created_at)}))
+    return 0
+
+
+def _key_json(key: ApiKey) -> dict[str, Any]:
+    from fgcpay.domain.times import iso_ms
+
+    def time(us: int | None) -> str | None:
+        return None if us is None else iso_ms(us)
+
+    return {
+        "id": key.id,
+        "name": key.name,
+        "redacted_key": key.display,
+        "created_at": iso_ms(key.created_at),
+        "last_used_at": time(key.last_used_at),
+        "revoked_at": time(key.revoked_at),
+    }
+
+
+async def key_create(settings: Settings, merchant_id: str, name: str | None) -> int:
+    """`fgcpay key create`: a test API key for the merchant (shown once)."""
+    from fgcpay.admin import KeyInputError, create_api_key
+
+    async with database(settings) as db:
+        try:
+            created = await create_api_key(db, merchant_id, name)
+        except KeyInputError as error:
+            return fail(str(error))
+    print(json.dumps({"id": created.key.id, "api_key": created.api_key}))
+    return 0
+
+
+async def key_list(settings: Settings, merchant_id: str) -> int:
+    """`fgcpay key list`: the merchant's keys, never the raw keys."""
+    from fgcpay.admin import KeyInputError, api_keys
+
+    async with database(settings) as db:
+        try:
+            keys = await api_keys(db, merchant_id)
+        except KeyInputError as error:
+            return fail(str(error))
+    for key in keys:
+        print(json.dumps(_key_json(key)))
+    return 0
+
+
+async def key_revoke(settings: Settings, merchant_id: str, key_id: str) -> int:
+    """`fgcpay key revoke`: requests with the key are 401 from now on."""
+    from fgcpay.admin import KeyInputError, revoke_api_key
+
+    async with database(settings) as db:
+        try:
+            key = await revoke_api_key(db, merchant_id, key_id)
+        except KeyInputError as error:
+            return fail(str(error))
+    print(json.dumps({"id": key.id, "revoked_at": _key_json(key)["revoked_at"]}))
+    return 0
+
+
+async def endpoint_create(
+    settings: Settings, merchant_id: str, url: str, events: str | None
+) -> int:
+    """`fgcpay webhook-endpoint create`: an endpoint and its signing secret (shown once)."""
+    from fgcpay.admin import webhook_endpoints
+    from fgcpay.domain.endpoint_requests import parse_endpoint
+    from fgcpay.domain.errors import ServiceError
+
+    body: dict[str, Any] = {"url": url}
+    if events:
+        body["enabled_events"] = [part.strip() for part in events.split(",") if part.strip()]
+    from fgcpay.storage import merchants as merchant_rows
+
+    async with database(settings) as db:
+        if await db.read(merchant_rows.merchant_by_id, merchant_id) is None:
+            return fail(f"no merchant {merchant_id}")
+        try:
+            endpoint, secret = await webhook_endpoints(db, settings).create(
+                merchant_id, parse_endpoint(body)
+            )
+        except ServiceError as error:
+            return fail(f"{error.message} {json.dumps(error.details_json())}")
+    print(json.dumps({"id": endpoint.id, "url": endpoint.url, "secret": secret}))
+    return 0
+
+
+async def event_redeliver(settings: Settings, merchant_id: str, event_id: str) -> int:
+    """`fgcpay event redeliver`: a new delivery of the event to each endpoint subscribed to it."""
+    from fgcpay.admin import webhook_endpoints
+    from fgcpay.domain.errors import ServiceError
+
+    async with database(settings) as db:
+        try:
+            queued = await webhook_endpoints(db, settings).redeliver(merchant_id, event_id)
+        except ServiceError as error:
+            return fail(error.message)
+    print(json.dumps({"event_id": event_id, "deliveries_queued": queued}))
+    return 0
+
+
+async def webhook_deliveries(
+    settings: Settings,
+    merchant_id: str,
+    event_id: str | None,
+    endpoint_id: str | None,
+    status: str | None,
+) -> int:
+    """`fgcpay webhook deliveries`: the delivery log, newest first, with the attempts."""
+    from fgcpay.admin import DeliveryLogInputError, delivery_log
+    from fgcpay.domain.deliveries import delivery_to_json
+
+    async with database(settings) as db:
+        try:
+            async for delivery in delivery_log(db, merchant_id, event_id, endpoint_id, status):
+                print(json.dumps(delivery_to_json(delivery)))
+        except DeliveryLogInputError as error:
+            return fail(str(error))
+    return 0
+
+
+async def customer_unlock(settings: Settings, code: str, merchant_id: str | None) -> int:
+    """`fgcpay customer unlock`: lift a customer code's wrong-PIN lock."""
+    from fgcpay.admin import UnlockInputError, unlock_customer
+
+    async with database(settings) as db:
+        try:
+            code, lifted = await unlock_customer(db, code, merchant_id)
+        except UnlockInputError as error:
+            return fail(str(error))
+    print(json.dumps({"customer_code": code, "merchant_id": merchant_id, "unlocked": lifted}))
+    return 0
+
+
+async def refund_review(settings: Settings, merchant_id: str, refund_id: str, decision: str) -> int:
+    """`fgcpay refund approve` and `reject`: the decision on a refund under review."""
+    from fgcpay.admin import RefundInputError, review_refund
+    from fgcpay.domain.errors import ServiceError
+    from fgcpay.domain.refunds import to_json
+
+    async with database(settings) as db:
+        try:
+            refund = await review_refund(db, settings, merchant_id, refund_id, decision)
+        except RefundInputError as error:
+            return fail(str(error))
+        except ServiceError as error:
+            return fail(f"{error.code}: {error.message}")
+    print(json.dumps(to_json(refund)))
+    return 0
+
+
+async def ledger_verify(settings: Settings, merchant_id: str | None) -> int:
+    """`fgcpay ledger verify`: the balance's totals recomputed from the ledger; exit 1 on any difference."""
+    from fgcpay.admin import LedgerInputError, verify_ledger
+    from fgcpay.domain.balances import FIELDS
+    from fgcpay.domain.money import format_fgc
+
+    def shown(field: str, minor: int) -> str | int:
+        return minor if field == "transaction_count" else format_fgc(minor)
+
+    async with database(settings) as db:
+        try:
+            checks = await verify_ledger(db, merchant_id)
+        except LedgerInputError as error:
+            return fail(str(error))
+    for check in checks:
+        differences: list[dict[str, Any]] = [
+            {"total": field, "running": shown(field, running), "ledger": shown(field, ledger)}
+            for field, running, ledger in check.differences
+        ]
+        differences += [
+            {
+                "total": "refund_reserved_fgc",
+                "transaction_id": off.transaction_id,
+                "running": format_fgc(off.reserved_minor),
+                "ledger": format_fgc(off.refunds_minor),
+            }
+            for off in check.reservations
+        ]
+        totals = {
+            shown_as: shown(shown_as, getattr(check.recomputed, name))
+            for name, shown_as in FIELDS.items()
+        }
+        said = {"merchant_id": check.merchant_id, "agrees": check.agrees, **totals}
+        print(json.dumps({**said, "differences": differences}))
+    disagreeing = sum(not check.agrees for check in checks)
+    if disagreeing:
+        # Exit 1, not the usage errors' 2: the command ran, and found what it looks for.
+        print(f"fgcpay: the ledger disagrees with the totals of {disagreeing} merchant(s)",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
