@@ -212,7 +212,11 @@ class WebhookDeliveryQuery(BaseModel):
 def parse_delivery_query(args: Mapping[str, Sequence[str]]) -> DeliveryQuery:
     """`limit`, `starting_after`, `status` as every list has them, and `endpoint_id`,
     `event_id`; every bad parameter is named in one 400."""
-    query = parse_query(WebhookDeliveryQuery, args)
+    return delivery_query(parse_query(WebhookDeliveryQuery, args))
+
+
+def delivery_query(query: WebhookDeliveryQuery) -> DeliveryQuery:
+    """The delivery log's filter from the parsed query parameters."""
     return DeliveryQuery(
         page=ListQuery(limit=query.limit, status=query.status, starting_after=query.starting_after),
         endpoint_id=query.endpoint_id,

@@ -4,7 +4,6 @@ the list's query."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Annotated, Literal
 
 import attrs
@@ -14,7 +13,7 @@ from typing_extensions import TypedDict
 from . import money
 from .checkout import Time
 from .fields import one_of
-from .lists import DEFAULT_LIMIT, Cursor, IdFilter, Limit, ListQuery, OneOf, parse_query
+from .lists import DEFAULT_LIMIT, Cursor, IdFilter, Limit, OneOf
 from .times import iso_ms
 
 TRANSACTION_PREFIX = "txn_test_"
@@ -167,20 +166,3 @@ class TransactionQuery(BaseModel):
             "Only this subscription's charges and the entries of their approved refunds.",
         ),
     ] = None
-
-
-@attrs.frozen
-class LedgerQuery:
-    """A page of the ledger: `page.status` is the `type` filter; the id filters combine
-    with it (an id of no item of the merchant's lists nothing)."""
-
-    page: ListQuery
-    checkout_session_id: str | None = None
-    subscription_id: str | None = None
-
-
-def parse_ledger_query(args: Mapping[str, Sequence[str]]) -> LedgerQuery:
-    """`GET /transactions`'s query; every bad parameter is named in one 400."""
-    query = parse_query(TransactionQuery, args)
-    page = ListQuery(limit=query.limit, status=query.type, starting_after=query.starting_after)
-    return LedgerQuery(page, query.checkout_session_id, query.subscription_id)

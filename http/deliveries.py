@@ -5,26 +5,26 @@ from __future__ import annotations
 from fgcpay.domain.deliveries import (
     WebhookDeliveryQuery,
     WebhookDeliveryWire,
+    delivery_query,
     delivery_to_json,
-    parse_delivery_query,
 )
-from fgcpay.domain.lists import Page, envelope
-from fgcpay.web.plumbing import current_service, principal
-from fgcpay.web.responses import json_response
+from fgcpay.domain.lists import Page
 from fgcpay.webhooks.delivery_log import DeliveryLog
-from quart import Blueprint, Response, request
+from quart import Blueprint
 
-from .operations import operation
+from .listing import get_route, list_route
 
 blueprint = Blueprint("deliveries", __name__, url_prefix="/api/v1")
+TAG = "Webhook deliveries"
 
-
-def _log() -> DeliveryLog:
-    return DeliveryLog(current_service().db)
-
-
-@blueprint.get("/webhook_deliveries")
-@operation(
+list_route(
+    blueprint,
+    "/webhook_deliveries",
+    query=WebhookDeliveryQuery,
+    page=lambda service, merchant_id, query: DeliveryLog(service.db).page(
+        merchant_id, delivery_query(query)
+    ),
+    wire=lambda _: delivery_to_json,
     operation_id="listWebhookDeliveries",
     summary="List webhook deliveries, each with its attempts, newest first",
     description=(
@@ -32,28 +32,18 @@ def _log() -> DeliveryLog:
         "delivery), with every attempt (time, status code, latency, error, first 2 KiB of the "
         "answer). Filters combine."
     ),
-    tag="Webhook deliveries",
-    query=WebhookDeliveryQuery,
-    status=200,
+    tag=TAG,
     answer="A page of deliveries.",
     schema=Page[WebhookDeliveryWire],
 )
-async def list_webhook_deliveries() -> Response:
-    query = parse_delivery_query(request.args.to_dict(flat=False))
-    rows, has_more = await _log().page(principal().merchant.id, query)
-    data = [delivery_to_json(row) for row in rows]
-    return json_response(envelope(data, has_more, rows[-1].id if rows else None))
-
-
-@blueprint.get("/webhook_deliveries/<delivery_id>")
-@operation(
+get_route(
+    blueprint,
+    "/webhook_deliveries/<delivery_id>",
+    get=lambda service: DeliveryLog(service.db).get,
+    wire=lambda _: delivery_to_json,
     operation_id="getWebhookDelivery",
     summary="Retrieve a webhook delivery with its attempts",
-    tag="Webhook deliveries",
-    status=200,
+    tag=TAG,
     answer="The delivery.",
     schema=WebhookDeliveryWire,
 )
-async def get_webhook_delivery(delivery_id: str) -> Response:
-    delivery = await _log().get(principal().merchant.id, delivery_id)
-    return json_response(delivery_to_json(delivery))

@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 from fgcpay.domain import balances, transactions
-from fgcpay.domain.lists import Page, envelope, reject_query
+from fgcpay.domain.lists import Page, reject_query
 from fgcpay.web.plumbing import current_service, principal
 from fgcpay.web.responses import json_response
 from quart import Blueprint, Response, request
 
+from .listing import get_route, list_route
 from .operations import operation
 
 blueprint = Blueprint("ledger", __name__, url_prefix="/api/v1")
 TAG = "Ledger"
 
 
-@blueprint.get("/transactions")
-@operation(
+list_route(
+    blueprint,
+    "/transactions",
+    query=transactions.TransactionQuery,
+    page=lambda service, merchant_id, query: service.ledger.page(
+        merchant_id,
+        query.type,
+        query.starting_after,
+        query.limit,
+        query.checkout_session_id,
+        query.subscription_id,
+    ),
+    wire=lambda _: transactions.to_json,
     operation_id="listTransactions",
     summary="List the ledger's transactions, newest first",
     description=(
@@ -26,37 +38,20 @@ TAG = "Ledger"
         "lists nothing."
     ),
     tag=TAG,
-    query=transactions.TransactionQuery,
-    status=200,
     answer="A page of transactions.",
     schema=Page[transactions.TransactionWire],
 )
-async def list_transactions() -> Response:
-    query = transactions.parse_ledger_query(request.args.to_dict(flat=False))
-    rows, has_more = await current_service().ledger.page(
-        principal().merchant.id,
-        query.page.status,
-        query.page.starting_after,
-        query.page.limit,
-        query.checkout_session_id,
-        query.subscription_id,
-    )
-    data = [transactions.to_json(row) for row in rows]
-    return json_response(envelope(data, has_more, rows[-1].id if rows else None))
-
-
-@blueprint.get("/transactions/<transaction_id>")
-@operation(
+get_route(
+    blueprint,
+    "/transactions/<transaction_id>",
+    get=lambda service: service.ledger.get,
+    wire=lambda _: transactions.to_json,
     operation_id="getTransaction",
     summary="Retrieve a transaction",
     tag=TAG,
-    status=200,
     answer="The transaction.",
     schema=transactions.TransactionWire,
 )
-async def get_transaction(transaction_id: str) -> Response:
-    found = await current_service().ledger.get(principal().merchant.id, transaction_id)
-    return json_response(transactions.to_json(found))
 
 
 @blueprint.get("/balance")

@@ -4,14 +4,14 @@ of its refunds (`/api/v1/test_helpers/refunds/{id}/approve|reject`)."""
 from __future__ import annotations
 
 from fgcpay.domain import errors, limits, refunds
-from fgcpay.domain.lists import Page, envelope, parse_list_query
+from fgcpay.domain.lists import Page
 from fgcpay.storage import limits as limit_counts
 from fgcpay.web.body import json_object, no_body
 from fgcpay.web.plumbing import current_service, principal
-from fgcpay.web.responses import json_response
-from quart import Blueprint, Response, request
+from quart import Blueprint, Response
 
 from .idempotency import decided_by, idempotent
+from .listing import by_status, get_route, list_route
 from .operations import operation
 
 blueprint = Blueprint("refunds", __name__, url_prefix="/api/v1")
@@ -72,37 +72,29 @@ async def _check_refund_count(merchant_id: str, parsed: refunds.RefundRequest) -
         )
 
 
-@blueprint.get("/refunds")
-@operation(
+list_route(
+    blueprint,
+    "/refunds",
+    query=refunds.RefundQuery,
+    page=by_status(lambda service: service.refunds.page),
+    wire=lambda _: refunds.to_json,
     operation_id="listRefunds",
     summary="List refunds, newest first",
     tag=TAG,
-    query=refunds.RefundQuery,
-    status=200,
     answer="A page of refunds.",
     schema=Page[refunds.RefundWire],
 )
-async def list_refunds() -> Response:
-    query = parse_list_query(refunds.RefundQuery, request.args.to_dict(flat=False))
-    rows, has_more = await current_service().refunds.page(
-        principal().merchant.id, query.status, query.starting_after, query.limit
-    )
-    data = [refunds.to_json(row) for row in rows]
-    return json_response(envelope(data, has_more, rows[-1].id if rows else None))
-
-
-@blueprint.get("/refunds/<refund_id>")
-@operation(
+get_route(
+    blueprint,
+    "/refunds/<refund_id>",
+    get=lambda service: service.refunds.get,
+    wire=lambda _: refunds.to_json,
     operation_id="getRefund",
     summary="Retrieve a refund",
     tag=TAG,
-    status=200,
     answer="The refund.",
     schema=refunds.RefundWire,
 )
-async def get_refund(refund_id: str) -> Response:
-    found = await current_service().refunds.get(principal().merchant.id, refund_id)
-    return json_response(refunds.to_json(found))
 
 
 async def _review(refund_id: str, decision: str) -> Response:

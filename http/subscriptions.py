@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from fgcpay.domain import errors, subscriptions
-from fgcpay.domain.lists import Page, envelope, parse_list_query
+from fgcpay.domain.lists import Page
 from fgcpay.web.body import json_object, no_body
 from fgcpay.web.plumbing import current_service, principal
-from fgcpay.web.responses import json_response
-from quart import Blueprint, Response, request
+from quart import Blueprint, Response
 
 from .idempotency import created, decided_by, idempotent
+from .listing import by_status, get_route, linked, list_route
 from .operations import operation
 
 blueprint = Blueprint("subscriptions", __name__, url_prefix="/api/v1/subscriptions")
@@ -58,40 +58,29 @@ async def create_subscription() -> Response:
     )
 
 
-@blueprint.get("")
-@operation(
+list_route(
+    blueprint,
+    "",
+    query=subscriptions.SubscriptionQuery,
+    page=by_status(lambda service: service.subscriptions.page),
+    wire=linked(subscriptions.to_json),
     operation_id="listSubscriptions",
     summary="List subscriptions, newest first",
     tag=TAG,
-    query=subscriptions.SubscriptionQuery,
-    status=200,
     answer="A page of subscriptions.",
     schema=Page[subscriptions.SubscriptionWire],
 )
-async def list_subscriptions() -> Response:
-    service = current_service()
-    query = parse_list_query(subscriptions.SubscriptionQuery, request.args.to_dict(flat=False))
-    rows, has_more = await service.subscriptions.page(
-        principal().merchant.id, query.status, query.starting_after, query.limit
-    )
-    public_url = service.settings.public_url
-    data = [subscriptions.to_json(row, public_url) for row in rows]
-    return json_response(envelope(data, has_more, rows[-1].id if rows else None))
-
-
-@blueprint.get("/<subscription_id>")
-@operation(
+get_route(
+    blueprint,
+    "/<subscription_id>",
+    get=lambda service: service.subscriptions.get,
+    wire=linked(subscriptions.to_json),
     operation_id="getSubscription",
     summary="Retrieve a subscription",
     tag=TAG,
-    status=200,
     answer="The subscription.",
     schema=subscriptions.SubscriptionWire,
 )
-async def get_subscription(subscription_id: str) -> Response:
-    service = current_service()
-    found = await service.subscriptions.get(principal().merchant.id, subscription_id)
-    return json_response(subscriptions.to_json(found, service.settings.public_url))
 
 
 @blueprint.post("/<subscription_id>/cancel")

@@ -6,14 +6,15 @@ from typing import Annotated
 
 from fgcpay.domain import test_clocks
 from fgcpay.domain.fields import validate
-from fgcpay.domain.lists import Page, envelope, parse_list_query
+from fgcpay.domain.lists import Page
 from fgcpay.web.body import json_object
 from fgcpay.web.plumbing import current_service, principal
 from fgcpay.web.responses import json_response
 from pydantic import Field
-from quart import Blueprint, Response, request
+from quart import Blueprint, Response
 
 from .idempotency import created, idempotent
+from .listing import by_status, get_route, list_route
 from .operations import operation
 
 blueprint = Blueprint("test_clocks", __name__, url_prefix="/api/v1/test_clocks")
@@ -50,37 +51,29 @@ async def create_test_clock() -> Response:
     )
 
 
-@blueprint.get("")
-@operation(
+list_route(
+    blueprint,
+    "",
+    query=test_clocks.TestClockQuery,
+    page=by_status(lambda service: service.test_clocks.page),
+    wire=lambda _: test_clocks.to_json,
     operation_id="listTestClocks",
     summary="List test clocks, newest first",
     tag=TAG,
-    query=test_clocks.TestClockQuery,
-    status=200,
     answer="A page of test clocks.",
     schema=Page[test_clocks.TestClockWire],
 )
-async def list_test_clocks() -> Response:
-    query = parse_list_query(test_clocks.TestClockQuery, request.args.to_dict(flat=False))
-    rows, has_more = await current_service().test_clocks.page(
-        principal().merchant.id, query.starting_after, query.limit, query.status
-    )
-    data = [test_clocks.to_json(row) for row in rows]
-    return json_response(envelope(data, has_more, rows[-1].id if rows else None))
-
-
-@blueprint.get("/<clock_id>")
-@operation(
+get_route(
+    blueprint,
+    "/<clock_id>",
+    get=lambda service: service.test_clocks.get,
+    wire=lambda _: test_clocks.to_json,
     operation_id="getTestClock",
     summary="Retrieve a test clock",
     tag=TAG,
-    status=200,
     answer="The test clock.",
     schema=test_clocks.TestClockWire,
 )
-async def get_test_clock(clock_id: str) -> Response:
-    found = await current_service().test_clocks.get(principal().merchant.id, clock_id)
-    return json_response(test_clocks.to_json(found))
 
 
 @blueprint.post("/<clock_id>/advance")

@@ -11,14 +11,17 @@ from fgcpay.domain.endpoint_requests import (
     parse_endpoint,
     parse_endpoint_update,
 )
+from fgcpay.domain.endpoints import WebhookEndpoint
 from fgcpay.domain.events import EventQuery, EventWire, RedeliveryWire, redelivery_to_json
-from fgcpay.domain.lists import Page, envelope, parse_list_query, reject_query
+from fgcpay.domain.lists import Page
 from fgcpay.web.body import json_object, no_body
 from fgcpay.web.plumbing import current_service, principal
-from fgcpay.web.responses import json_response
-from quart import Blueprint, Response, request
+from fgcpay.web.responses import JSON_TYPE, json_response
+from fgcpay.web.service import Service
+from quart import Blueprint, Response
 
 from .idempotency import idempotent, idempotent_secret
+from .listing import get_route, list_route
 from .operations import operation
 
 blueprint = Blueprint("webhooks", __name__, url_prefix="/api/v1")
@@ -46,35 +49,36 @@ async def create_webhook_endpoint() -> Response:
     return json_response(endpoints.to_json(endpoint, secret), 201)
 
 
-@blueprint.get("/webhook_endpoints")
-@operation(
+async def _all_endpoints(
+    service: Service, merchant_id: str, _: None
+) -> tuple[list[WebhookEndpoint], bool]:
+    """All of the merchant's endpoints in one page (there are few)."""
+    return await service.webhook_endpoints.all_of(merchant_id), False
+
+
+list_route(
+    blueprint,
+    "/webhook_endpoints",
+    query=None,
+    page=_all_endpoints,
+    wire=lambda _: endpoints.to_json,
     operation_id="listWebhookEndpoints",
     summary="List webhook endpoints (one page; no parameters)",
     tag=WEBHOOKS,
-    rejects_query=True,
-    status=200,
     answer="All endpoints, newest first.",
     schema=Page[endpoints.WebhookEndpointWire],
 )
-async def list_webhook_endpoints() -> Response:
-    """All of the merchant's endpoints in one page (there are few); no query parameters."""
-    reject_query(request.args)
-    rows = await current_service().webhook_endpoints.all_of(principal().merchant.id)
-    return json_response(envelope([endpoints.to_json(row) for row in rows], False, None))
-
-
-@blueprint.get("/webhook_endpoints/<endpoint_id>")
-@operation(
+get_route(
+    blueprint,
+    "/webhook_endpoints/<endpoint_id>",
+    get=lambda service: service.webhook_endpoints.get,
+    wire=lambda _: endpoints.to_json,
     operation_id="getWebhookEndpoint",
     summary="Retrieve a webhook endpoint (never its secret)",
     tag=WEBHOOKS,
-    status=200,
     answer="The endpoint.",
     schema=endpoints.WebhookEndpointWire,
 )
-async def get_webhook_endpoint(endpoint_id: str) -> Response:
-    found = await current_service().webhook_endpoints.get(principal().merchant.id, endpoint_id)
-    return json_response(endpoints.to_json(found))
 
 
 @blueprint.patch("/webhook_endpoints/<endpoint_id>")
@@ -141,37 +145,33 @@ async def rotate_webhook_secret(endpoint_id: str) -> Response:
     return json_response(endpoints.rotated_to_json(endpoint, secret))
 
 
-@blueprint.get("/events")
-@operation(
+list_route(
+    blueprint,
+    "/events",
+    query=EventQuery,
+    page=lambda service, merchant_id, query: service.webhook_endpoints.events(
+        merchant_id, query.type, query.starting_after, query.limit
+    ),
+    wire=lambda _: lambda event: json.loads(event.body),  # its body as stored
     operation_id="listEvents",
     summary="List events of the last 30 days, newest first",
     tag=EVENTS,
-    query=EventQuery,
-    status=200,
     answer="A page of events.",
     schema=Page[EventWire],
 )
-async def list_events() -> Response:
-    query = parse_list_query(EventQuery, request.args.to_dict(flat=False), "type")
-    rows, has_more = await current_service().webhook_endpoints.events(
-        principal().merchant.id, query.status, query.starting_after, query.limit
-    )
-    data = [json.loads(row.body) for row in rows]
-    return json_response(envelope(data, has_more, rows[-1].id if rows else None))
-
-
-@blueprint.get("/events/<event_id>")
-@operation(
+get_route(
+    blueprint,
+    "/events/<event_id>",
+    get=lambda service: service.webhook_endpoints.event,
+    # As stored: the exact bytes its deliveries sent, not parsed and written again.
+    wire=lambda _: lambda event: event.body,
+    respond=lambda body: Response(body, content_type=JSON_TYPE),
     operation_id="getEvent",
     summary="Retrieve an event (the exact body its deliveries send)",
     tag=EVENTS,
-    status=200,
     answer="The event.",
     schema=EventWire,
 )
-async def get_event(event_id: str) -> Response:
-    event = await current_service().webhook_endpoints.event(principal().merchant.id, event_id)
-    return Response(event.body, content_type="application/json")
 
 
 @blueprint.post("/events/<event_id>/redeliver")
