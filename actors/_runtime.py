@@ -277,8 +277,9 @@ class ActorHost:
         passivate: bool = False,
         loaded: object = NOT_LOADED,
     ) -> R:
-        """Send `message` and wait for its reply (the R of its `Message[R]`); 503 with a `Retry-After` when none comes
-        within `ask_timeout`, the message then abandoned (see the module docstring).
+        """Send `message` and wait for its reply (the R of its `Message[R]`); 503 with a
+        `Retry-After` when none comes within `ask_timeout`, the message then abandoned (see
+        the module docstring).
 
         `passivate`: if this message starts the actor and nothing else is waiting once it
         is handled, the actor ends at once rather than after `idle_seconds` (for work that
