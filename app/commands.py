@@ -211,7 +211,8 @@ async def refund_review(settings: Settings, merchant_id: str, refund_id: str, de
 
 
 async def ledger_verify(settings: Settings, merchant_id: str | None) -> int:
-    """`fgcpay ledger verify`: the balance's totals recomputed from the ledger; exit 1 on any difference."""
+    """`fgcpay ledger verify`: the balance's totals recomputed from the ledger; exit 1 on
+    any difference."""
     from fgcpay.admin import LedgerInputError, verify_ledger
     from fgcpay.domain.balances import FIELDS
     from fgcpay.domain.money import format_fgc
