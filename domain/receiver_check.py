@@ -80,7 +80,8 @@ def check_request(
         return body, signed_headers(event_id, body, now_s, [wrong_secret])
     if name == "tampered_body":
         changed = json.loads(body)
-        changed["data"]["object"]["url"] = TAMPERED_URL
+        about = changed["data"]["object"]
+        about["url"] = TAMPERED_URL if about["url"] != TAMPERED_URL else TAMPERED_URL + "x"
         sent = json.dumps(changed, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         return sent, signed_headers(event_id, body, now_s, right)
     if name == "stale_timestamp":
