@@ -83,6 +83,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.add_argument("--event", help="only deliveries of this event (evt_...)")
     log.add_argument("--endpoint", help="only deliveries to this endpoint (we_...)")
     log.add_argument("--status", help="pending, succeeded or failed")
+    check = webhook_commands.add_parser(
+        "check",
+        help="check a receiver: 8 deliveries it must accept or refuse; exit 1 if any fails",
+        description=(
+            "Send a receiver eight deliveries of a `webhook_endpoint.check` event, one after"
+            " another (at most 10 s each, 25 s in all): `signed`, `redelivery` and"
+            " `rotated_secrets` must be answered 2xx; `bad_signature`, `tampered_body`,"
+            " `stale_timestamp`, `future_timestamp` and `missing_signature` 4xx. Prints"
+            " `PASS name` or `FAIL name: expected ..., observed ...` per check; exit 0 when"
+            " all pass, 1 when any fails, 2 on a usage error or a URL the private-network"
+            " rule refuses (FGCPAY_WEBHOOK_ALLOW_PRIVATE=1 allows private targets)."
+        ),
+    )
+    checked = check.add_mutually_exclusive_group(required=True)
+    checked.add_argument(
+        "--endpoint", help="an endpoint's id (we_...): its URL and secret from the database"
+    )
+    checked.add_argument("--url", help="a receiver's URL, with --secret (no database needed)")
+    check.add_argument("--secret", help="with --url: the secret it verifies with (whsec_...)")
 
     event = subcommands.add_parser("event", help="events and their deliveries")
     event_commands = event.add_subparsers(dest="action", required=True)
@@ -154,6 +173,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "listen":
         # A client of the API: no database, no service settings.
         return _listen(args)
+    if args.command == "webhook" and args.action == "check":
+        if args.url is not None and not args.secret:
+            check.error("--url needs --secret")
+        if args.endpoint is not None and args.secret is not None:
+            check.error("--secret goes with --url (an endpoint's secret is read from the database)")
+        if args.url is not None:
+            return _check_url(args)
     try:
         return _run(args)
     except Exception as error:  # every failure ends here, as one line
@@ -182,6 +208,17 @@ def _listen(args: argparse.Namespace) -> int:
             return commands.fail(f"listen: {found}")
         return commands.fail(f"listen: {one_line(error)}")
     return 0
+
+
+def _check_url(args: argparse.Namespace) -> int:
+    """`fgcpay webhook check --url`: no database; only the private-network setting."""
+    try:
+        allow_private = load_settings(keep_secret=False).webhook_allow_private
+        return trio.run(commands.webhook_check_url, allow_private, args.url, args.secret)
+    except Exception as error:
+        if args.debug:
+            traceback.print_exception(error)
+        return commands.fail(one_line(error))
 
 
 # The commands that create what they need: a database (and the development secret).
@@ -245,6 +282,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "webhook" and args.action == "deliveries":
         filters = (args.event, args.endpoint, args.status)
         return trio.run(commands.webhook_deliveries, settings, args.merchant, *filters)
+    if args.command == "webhook" and args.action == "check":
+        return trio.run(commands.webhook_check, settings, args.endpoint)
     if args.command == "refund":
         return trio.run(commands.refund_review, settings, args.merchant, args.refund, args.action)
     if args.command == "ledger" and args.action == "verify":

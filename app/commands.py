@@ -180,6 +180,56 @@ async def webhook_deliveries(
     return 0
 
 
+async def webhook_check(settings: Settings, endpoint_id: str) -> int:
+    """`fgcpay webhook check --endpoint`: the receiver check of an endpoint, with its URL
+    and its secrets as the dispatcher signs with them (decrypted with the service's key)."""
+    from fgcpay.admin import webhook_endpoints
+    from fgcpay.storage import webhooks as webhook_rows
+
+    async with database(settings) as db:
+        endpoint = await db.read(webhook_rows.endpoint_by_id, endpoint_id[:64])
+        if endpoint is None:
+            return fail(f"no webhook endpoint {endpoint_id}")
+        signing_secrets = webhook_endpoints(db, settings).signing_secrets(endpoint)
+    return await _receiver_check(
+        settings.webhook_allow_private, endpoint.url, signing_secrets, endpoint.id
+    )
+
+
+async def webhook_check_url(allow_private: bool, url: str, secret: str) -> int:
+    """`fgcpay webhook check --url --secret`: the receiver check of any URL."""
+    from fgcpay.domain.signing import secret_problem
+
+    problem = secret_problem(secret)
+    if problem:
+        return fail(f"--secret: {problem}")
+    return await _receiver_check(allow_private, url, [secret], None)
+
+
+async def _receiver_check(
+    allow_private: bool, url: str, signing_secrets: list[str], endpoint_id: str | None
+) -> int:
+    from fgcpay.core.clock import SystemClock
+    from fgcpay.domain.errors import ValidationFailed
+    from fgcpay.domain.receiver_check import report_lines
+    from fgcpay.webhooks.check import ReceiverChecks
+
+    checks = ReceiverChecks(SystemClock(), allow_private)
+    try:
+        report = await checks.check(url, signing_secrets, endpoint_id)
+    except ValidationFailed as refused:  # the private-network rule; nothing was sent
+        where = "--url" if endpoint_id is None else "the endpoint's URL"
+        return fail(f"{where}: {refused.errors[0].message}")
+    for line in report_lines(report):
+        print(line, flush=True)
+    failed = report.failed()
+    if failed:
+        # Exit 1, not the usage errors' 2: the check ran, and the receiver failed it.
+        print(f"fgcpay: {len(failed)} of {len(report.checks)} checks failed", file=sys.stderr)
+        return 1
+    return 0
+
+
 async def customer_unlock(settings: Settings, code: str, merchant_id: str | None) -> int:
     """`fgcpay customer unlock`: lift a customer code's wrong-PIN lock."""
     from fgcpay.admin import UnlockInputError, unlock_customer

@@ -57,6 +57,7 @@ from fgcpay.web.plumbing import protocol_error_answer
 from fgcpay.web.proxies import behind_proxies
 from fgcpay.web.rate_limit import RateLimiter
 from fgcpay.web_app import create_app
+from fgcpay.webhooks.check import ReceiverChecks
 from fgcpay.webhooks.dispatcher import WebhookDispatcher
 from fgcpay.webhooks.endpoints import WebhookEndpoints
 from fgcpay.webhooks.stream import EventStreams
@@ -92,6 +93,7 @@ class Service:
     ledger: Ledger
     accounts: Accounts
     event_streams: EventStreams
+    receiver_checks: ReceiverChecks
     _touched: dict[str, int] = attrs.field(factory=dict)
 
     def sample_metrics(self) -> None:
@@ -239,6 +241,12 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 ledger=Ledger(db=db),
                 accounts=Accounts(db, clock, settings.secret_key),
                 event_streams=event_streams,
+                # The dispatcher's resolver, looked up at each check (a test stands in for DNS).
+                receiver_checks=ReceiverChecks(
+                    clock,
+                    settings.webhook_allow_private,
+                    lambda host, port: dispatcher.resolver(host, port),
+                ),
             )
             await nursery.start(follow_changes, db, status_hub, event_streams.bells, nursery)
             await nursery.start(event_streams.run)

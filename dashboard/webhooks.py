@@ -1,7 +1,7 @@
 """`/dashboard/webhooks`: the merchant's webhook endpoints (add with an event selection,
 edit the events, delete after a confirmation, rotate the secret, send a test event,
-reveal the secret on a fresh sign-in) and each endpoint's deliveries with their attempts
-(a redeliver button on each).
+check the receiver, reveal the secret on a fresh sign-in) and each endpoint's deliveries
+with their attempts (a redeliver button on each).
 
 Every change is the operation the API and the operator's command run
 (`webhooks/endpoints.py`), and the deliveries are the one delivery log
@@ -167,6 +167,26 @@ async def send_test_event(endpoint_id: str) -> Response:
         return await not_found()
     sent = await current_service().webhook_endpoints.send_test(current().merchant.id, endpoint.id)
     return await _detail(endpoint, test_result=sent, notice=None)
+
+
+@blueprint.post("/webhooks/<endpoint_id>/check")
+@signed_in
+async def check_receiver(endpoint_id: str) -> Response:
+    """The API's receiver check (`POST /webhook_endpoints/{id}/check`), its report shown
+    on the endpoint's page."""
+    endpoint = await _endpoint(endpoint_id)
+    if endpoint is None:
+        return await not_found()
+    service = current_service()
+    try:
+        report = await service.receiver_checks.check_endpoint(
+            endpoint.id, endpoint.url, service.webhook_endpoints.signing_secrets(endpoint)
+        )
+    except errors.ValidationFailed as refused:  # the private-network rule: nothing was sent
+        return await _detail(endpoint, 400, check_refused=refused.errors[0].message, notice=None)
+    except errors.RateLimited as running:
+        return await _detail(endpoint, 429, check_refused=running.message, notice=None)
+    return await _detail(endpoint, check_report=report, notice=None)
 
 
 @blueprint.post("/webhooks/<endpoint_id>/secret")

@@ -108,3 +108,26 @@ def _fresh(raw: str, now: int, tolerance: int) -> int:
     if abs(now - timestamp) > tolerance:
         raise WebhookVerificationError("timestamp outside the tolerance window")
     return timestamp
+
+
+SIGNATURE_HEADERS = ("Service-Signature", "webhook-signature")
+"""The headers that carry signatures, one per family (as `signed_headers` names them)."""
+
+
+def without_signatures(headers: Mapping[str, str]) -> dict[str, str]:
+    """`headers` with no signature header of either family (the timestamps and ids kept):
+    a delivery a receiver must refuse, as the receiver check sends it."""
+    return {name: value for name, value in headers.items() if name not in SIGNATURE_HEADERS}
+
+
+def secret_problem(secret: str) -> str | None:
+    """Why `secret` cannot sign in both header families (the Standard Webhooks one needs
+    base64 after `whsec_`), or None."""
+    encoded = secret[len(SECRET_PREFIX) :] if secret.startswith(SECRET_PREFIX) else secret
+    try:
+        key = base64.b64decode(encoded, validate=True)
+    except ValueError:
+        key = b""
+    if not key:
+        return "a signing secret is whsec_ followed by base64 (as the endpoint's is)"
+    return None

@@ -14,6 +14,7 @@ from fgcpay.domain.endpoint_requests import (
 from fgcpay.domain.endpoints import WebhookEndpoint
 from fgcpay.domain.events import EventQuery, EventWire, RedeliveryWire, redelivery_to_json
 from fgcpay.domain.lists import Page
+from fgcpay.domain.receiver_check import WebhookCheckWire, report_to_json
 from fgcpay.web.body import json_object, no_body
 from fgcpay.web.plumbing import current_service, principal
 from fgcpay.web.responses import JSON_TYPE, json_response
@@ -190,3 +191,33 @@ async def redeliver_event(event_id: str) -> Response:
     await no_body()
     queued = await current_service().webhook_endpoints.redeliver(principal().merchant.id, event_id)
     return json_response(redelivery_to_json(event_id, queued), 202)
+
+
+@blueprint.post("/webhook_endpoints/<endpoint_id>/check")
+@operation(
+    operation_id="checkWebhookEndpoint",
+    summary="Check the endpoint's receiver: eight deliveries it must accept or refuse",
+    description=(
+        "Sends the endpoint, one after another, eight deliveries of an event of type "
+        "`webhook_endpoint.check` (not an event: in no list and no delivery log): "
+        "`signed`, `redelivery` and `rotated_secrets` must be answered 2xx, "
+        "`bad_signature`, `tampered_body`, `stale_timestamp`, `future_timestamp` and "
+        "`missing_signature` 4xx. Each delivery waits at most 10 s for its answer and the "
+        "whole check at most 25 s. A URL the private-network rule refuses is 400 "
+        "`validation_error` on `url`, nothing sent; a check of the same endpoint already "
+        "running is 429 `rate_limited`."
+    ),
+    tag=WEBHOOKS,
+    no_body=True,
+    status=200,
+    answer="The report: each check, passed or not, with what passes it and what came.",
+    schema=WebhookCheckWire,
+)
+async def check_webhook_endpoint(endpoint_id: str) -> Response:
+    await no_body()
+    service = current_service()
+    endpoint = await service.webhook_endpoints.get(principal().merchant.id, endpoint_id)
+    report = await service.receiver_checks.check_endpoint(
+        endpoint.id, endpoint.url, service.webhook_endpoints.signing_secrets(endpoint)
+    )
+    return json_response(report_to_json(report, endpoint.id))

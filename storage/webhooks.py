@@ -77,6 +77,15 @@ def endpoint_of(tx: Tx, merchant_id: str, endpoint_id: str) -> WebhookEndpoint |
     return None if row is None else _endpoint(row)
 
 
+def endpoint_by_id(tx: Tx, endpoint_id: str) -> WebhookEndpoint | None:
+    """Any merchant's endpoint (the operator's `fgcpay webhook check --endpoint`)."""
+    row = tx.fetchrow(
+        f"SELECT {_ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ? AND deleted_at IS NULL",
+        endpoint_id,
+    )
+    return None if row is None else _endpoint(row)
+
+
 def delete_endpoint(tx: Tx, merchant_id: str, endpoint_id: str, now_us: int) -> bool:
     """Soft delete: pending deliveries to it are marked failed, history stays."""
     changed = tx.execute(

@@ -290,6 +290,9 @@ async def test_every_form_works_without_javascript_and_its_answer_passes_the_aud
             click("Send a test event")
             answered("test failed", "it did not succeed")
             assert "did not succeed" in page.get_by_role("alert").inner_text()
+            click("Check receiver")
+            answered("receiver check failed", "8 of 8 checks failed")
+            assert page.get_by_role("row", name="bad_signature Failed 4xx").count() == 1
             click("Rotate secret")
             answered("secret rotated", "The secret is rotated")
             click("Reveal secret")

@@ -152,6 +152,7 @@ def _template(path: str) -> str:
             r"/webhook_endpoints/[^/]+/rotate_secret",
             "/webhook_endpoints/{endpoint_id}/rotate_secret",
         ),
+        (r"/webhook_endpoints/[^/]+/check", "/webhook_endpoints/{endpoint_id}/check"),
         (r"/webhook_endpoints/[^/]+", "/webhook_endpoints/{endpoint_id}"),
         (r"/events/[^/]+/redeliver", "/events/{event_id}/redeliver"),
         (r"/events/stream", "/events/stream"),
@@ -243,6 +244,12 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
         await call("post", f"/webhook_endpoints/{spare_id}/rotate_secret", json={"x": 1})
     ).status_code == 400
     assert (await call("post", f"/webhook_endpoints/we_{FAKE}/rotate_secret")).status_code == 404
+    checked = await call("post", f"/webhook_endpoints/{spare_id}/check")
+    assert checked.json()["object"] == "webhook_check"
+    assert (
+        await call("post", f"/webhook_endpoints/{spare_id}/check", json={"x": 1})
+    ).status_code == 400
+    assert (await call("post", f"/webhook_endpoints/we_{FAKE}/check")).status_code == 404
     read = await call("get", f"/webhook_endpoints/{spare_id}")
     assert "secret" not in read.json() and read.json()["url"] == spare["url"]
     assert (await call("get", f"/webhook_endpoints/we_{FAKE}")).status_code == 404

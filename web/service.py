@@ -24,6 +24,7 @@ from fgcpay.core.supervision import Supervisor
 from fgcpay.domain.merchants import ApiKey
 from fgcpay.live_status import StatusHub
 from fgcpay.storage import Database
+from fgcpay.webhooks.check import ReceiverChecks
 from fgcpay.webhooks.endpoints import WebhookEndpoints
 from fgcpay.webhooks.stream import EventStreams
 
@@ -63,6 +64,8 @@ class Service(Protocol):
     def webhook_endpoints(self) -> WebhookEndpoints: ...
     @property
     def event_streams(self) -> EventStreams: ...
+    @property
+    def receiver_checks(self) -> ReceiverChecks: ...
 
     def note_key_used(self, key: ApiKey) -> None:
         """Record that `key` answered a request (at most once a minute, off the request path)."""
