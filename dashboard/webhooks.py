@@ -132,8 +132,8 @@ def _fault_form(endpoint: WebhookEndpoint) -> dict[str, str]:
     shown = endpoints.to_json(endpoint)["faults"]
     if shown is None:
         return {name: "" for name in FAULT_FIELDS}
-    return {name: f"{value:g}" if isinstance(value, float) else str(value)
-            for name, value in shown.items()}  # fmt: skip
+    # Python's shortest form of a number reads back as the same number.
+    return {name: "0" if value == 0 else str(value) for name, value in shown.items()}
 
 
 @blueprint.get("/webhooks/<endpoint_id>")
