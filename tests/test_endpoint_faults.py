@@ -398,6 +398,29 @@ def test_the_seed_chosen_makes_a_mix_of_faults() -> None:
     assert predicted({**SEEDED, "seed": 1}, EVENTS) != shown, "another seed, other faults"
 
 
+def test_a_probability_is_the_share_of_deliveries_that_get_the_fault() -> None:
+    def share(faults: fault_rules.Faults, name: str) -> float:
+        plans = [fault_rules.plan(faults, n) for n in range(1, 2001)]
+        return sum(bool(p is not None and getattr(p, name)) for p in plans) / len(plans)
+
+    assert share(fault_rules.Faults(duplicate=1.0), "duplicate") == 1.0
+    assert share(fault_rules.Faults(duplicate=0.0, reorder=0.3), "duplicate") == 0.0
+    assert 0.27 <= share(fault_rules.Faults(reorder=0.3, seed=5), "reorder") <= 0.33
+    # Each fault is drawn on its own: one does not decide another.
+    both = fault_rules.Faults(duplicate=0.5, reorder=0.5, seed=9)
+    plans = [fault_rules.plan(both, n) for n in range(1, 2001)]
+    together = sum(bool(p and p.duplicate and p.reorder) for p in plans) / len(plans)
+    assert 0.22 <= together <= 0.28
+    # Never both signature faults: the bad signature wins.
+    signed = fault_rules.Faults(bad_signature=1.0, stale_timestamp=1.0)
+    assert fault_rules.plan(signed, 1) == fault_rules.FaultPlan(bad_signature=True)
+    # What a delivery stores reads back the same.
+    for n in range(1, 50):
+        chosen = fault_rules.plan(fault_rules.Faults(0.5, 0.5, 0.5, 0.5, 700, 3), n)
+        assert chosen is not None
+        assert fault_rules.decode_plan(fault_rules.encode_plan(chosen)) == chosen
+
+
 async def _pay_through(servers: list[Server], merchant: MerchantClient, count: int) -> list[str]:
     """Pay `count` sessions one after another, through each server in turn; their ids."""
     paid = []
