@@ -73,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     add.add_argument("--merchant", required=True, help="merchant id (mer_...)")
     add.add_argument("--url", required=True)
     add.add_argument("--events", help="comma-separated event types (default: all)")
+    add.add_argument(
+        "--faults",
+        metavar="JSON",
+        help='faults to inject (test mode), as the API\'s `faults`: \'{"duplicate": 0.5, "seed": 7}\'',
+    )
 
     webhook = subcommands.add_parser("webhook", help="the webhook delivery log")
     webhook_commands = webhook.add_subparsers(dest="action", required=True)
@@ -276,7 +281,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "merchant" and args.action == "create":
         return trio.run(commands.merchant_create, settings, args.name, args.email, args.password)
     if args.command == "webhook-endpoint" and args.action == "create":
-        return trio.run(commands.endpoint_create, settings, args.merchant, args.url, args.events)
+        return trio.run(
+            commands.endpoint_create, settings, args.merchant, args.url, args.events, args.faults
+        )
     if args.command == "event" and args.action == "redeliver":
         return trio.run(commands.event_redeliver, settings, args.merchant, args.event)
     if args.command == "webhook" and args.action == "deliveries":

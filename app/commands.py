@@ -121,9 +121,10 @@ async def key_revoke(settings: Settings, merchant_id: str, key_id: str) -> int:
 
 
 async def endpoint_create(
-    settings: Settings, merchant_id: str, url: str, events: str | None
+    settings: Settings, merchant_id: str, url: str, events: str | None, faults: str | None = None
 ) -> int:
-    """`fgcpay webhook-endpoint create`: an endpoint and its signing secret (shown once)."""
+    """`fgcpay webhook-endpoint create`: an endpoint and its signing secret (shown once);
+    `faults` the endpoint's `faults` as JSON, checked as the API checks it."""
     from fgcpay.admin import webhook_endpoints
     from fgcpay.domain.endpoint_requests import parse_endpoint
     from fgcpay.domain.errors import ServiceError
@@ -131,6 +132,11 @@ async def endpoint_create(
     body: dict[str, Any] = {"url": url}
     if events:
         body["enabled_events"] = [part.strip() for part in events.split(",") if part.strip()]
+    if faults is not None:
+        try:
+            body["faults"] = json.loads(faults)
+        except ValueError:
+            return fail('--faults must be a JSON object, such as \'{"duplicate": 1, "seed": 7}\'')
     from fgcpay.storage import merchants as merchant_rows
 
     async with database(settings) as db:
@@ -142,7 +148,12 @@ async def endpoint_create(
             )
         except ServiceError as error:
             return fail(f"{error.message} {json.dumps(error.details_json())}")
-    print(json.dumps({"id": endpoint.id, "url": endpoint.url, "secret": secret}))
+    created: dict[str, Any] = {"id": endpoint.id, "url": endpoint.url, "secret": secret}
+    if endpoint.faults is not None:
+        from fgcpay.domain import faults as fault_rules
+
+        created["faults"] = fault_rules.to_json(endpoint.faults)
+    print(json.dumps(created))
     return 0
 
 

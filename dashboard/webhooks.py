@@ -1,7 +1,8 @@
 """`/dashboard/webhooks`: the merchant's webhook endpoints (add with an event selection,
-edit the events, delete after a confirmation, rotate the secret, send a test event,
-check the receiver, reveal the secret on a fresh sign-in) and each endpoint's deliveries
-with their attempts (a redeliver button on each).
+edit the events, set or clear the injected faults, delete after a confirmation, rotate
+the secret, send a test event, check the receiver, reveal the secret on a fresh sign-in)
+and each endpoint's deliveries with their attempts (a redeliver button on each; an
+injected fault named on its attempt).
 
 Every change is the operation the API and the operator's command run
 (`webhooks/endpoints.py`), and the deliveries are the one delivery log
@@ -15,9 +16,11 @@ from typing import Any
 
 from fgcpay.domain import endpoints, errors
 from fgcpay.domain.deliveries import DELIVERY_STATUSES, Delivery, parse_delivery_query
-from fgcpay.domain.endpoint_requests import parse_endpoint
+from fgcpay.domain.endpoint_requests import EndpointChange, parse_endpoint
 from fgcpay.domain.endpoints import WebhookEndpoint
 from fgcpay.domain.events import ALL_EVENTS, EVENT_TYPES
+from fgcpay.domain.faults import FIELDS as FAULT_FIELDS
+from fgcpay.domain.faults import PROBABILITIES, FaultsError, parse_faults
 from fgcpay.web.plumbing import current_service
 from fgcpay.webhooks.delivery_log import DeliveryLog
 from quart import Response, request
@@ -30,6 +33,8 @@ QUEUED = re.compile(r"[0-9]{1,4}")
 NOTICES = {
     "created": "The endpoint is added. Reveal its signing secret below to set up your receiver.",
     "events": "The event selection is saved: it applies to events from now on.",
+    "faults": "The faults are saved: they apply to deliveries created from now on.",
+    "faults_cleared": "Faults are off: deliveries created from now on are sent clean.",
     "rotated": "The secret is rotated. Deliveries are signed with the old and the new secret"
     " for 24 hours; reveal the new one below.",
 }
@@ -105,6 +110,8 @@ async def _detail(endpoint: WebhookEndpoint, status: int = 200, **context: Any) 
         return await not_found()
     context.setdefault("notice", NOTICES.get(args.get("done", "")))
     context.setdefault("problems", {})
+    context.setdefault("fault_form", _fault_form(endpoint))
+    context.setdefault("fault_fields", ["faults", *(f"faults.{name}" for name in FAULT_FIELDS)])
     return await render(
         "webhook.html",
         status,
@@ -118,6 +125,15 @@ async def _detail(endpoint: WebhookEndpoint, status: int = 200, **context: Any) 
         statuses=DELIVERY_STATUSES,
         **context,
     )
+
+
+def _fault_form(endpoint: WebhookEndpoint) -> dict[str, str]:
+    """The faults form's values: the endpoint's faults, blank where there are none."""
+    shown = endpoints.to_json(endpoint)["faults"]
+    if shown is None:
+        return {name: "" for name in FAULT_FIELDS}
+    # Python's shortest form of a number reads back as the same number.
+    return {name: "0" if value == 0 else str(value) for name, value in shown.items()}
 
 
 @blueprint.get("/webhooks/<endpoint_id>")
@@ -145,6 +161,48 @@ async def edit_webhook_events(endpoint_id: str) -> Response:
     except errors.NotFound:
         return await not_found()
     return see_other(f"/dashboard/webhooks/{endpoint.id}?done=events")
+
+
+def _fault_values(form: Any) -> dict[str, Any]:
+    """The faults form's fields as the API's `faults` object: a blank field is left out
+    (0), a number is read as JSON reads it, anything else is passed on as text for the
+    API's rules to refuse, naming the field."""
+    values: dict[str, Any] = {}
+    for name in FAULT_FIELDS:
+        raw = form.get(name, "").strip()
+        if not raw:
+            continue
+        try:
+            values[name] = float(raw) if name in PROBABILITIES else int(raw)
+        except ValueError:
+            values[name] = raw[:64]
+    return values
+
+
+@blueprint.post("/webhooks/<endpoint_id>/faults")
+@signed_in
+async def edit_webhook_faults(endpoint_id: str) -> Response:
+    """Set the endpoint's `faults` (as `PATCH` does), or clear them (the form's clear
+    button)."""
+    endpoint = await _endpoint(endpoint_id)
+    if endpoint is None:
+        return await not_found()
+    form = await request.form
+    clear = form.get("clear") is not None
+    try:
+        faults = None if clear else parse_faults(_fault_values(form))
+    except FaultsError as refused:
+        kept = {name: form.get(name, "")[:64] for name in FAULT_FIELDS}
+        problems = {refused.field: str(refused)}
+        return await _detail(endpoint, 400, problems=problems, fault_form=kept, notice=None)
+    try:
+        await current_service().webhook_endpoints.update(
+            current().merchant.id, endpoint.id, EndpointChange(faults=faults, faults_given=True)
+        )
+    except errors.NotFound:
+        return await not_found()
+    done = "faults_cleared" if faults is None else "faults"
+    return see_other(f"/dashboard/webhooks/{endpoint.id}?done={done}")
 
 
 @blueprint.post("/webhooks/<endpoint_id>/rotate")

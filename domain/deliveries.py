@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, with_config
 from typing_extensions import TypedDict
 
 from .events import EventTypeName, Time
+from .faults import INJECTED
 from .fields import one_of
 from .lists import DEFAULT_LIMIT, Cursor, IdFilter, Limit, ListQuery, OneOf, parse_query
 from .times import iso_ms
@@ -73,13 +74,15 @@ DELIVERY_PREFIX = "whd_"
 @attrs.frozen
 class DeliveryAttempt:
     """One attempt as recorded: `status_code` None when no answer came, `error` None on
-    an answer, `response_body` the answer's first 2 KiB as text."""
+    an answer, `response_body` the answer's first 2 KiB as text, `injected` the fault it
+    carried (`faults.INJECTED`), if any."""
 
     at: int
     status_code: int | None
     latency_ms: int
     error: str | None
     response_body: str | None
+    injected: str | None = None
 
 
 @attrs.frozen
@@ -116,6 +119,23 @@ class WebhookDeliveryAttemptWire(TypedDict):
     response_body: Annotated[
         str | None,
         Field(description="The answer's first 2 KiB as text; null when no answer came."),
+    ]
+    injected: Annotated[
+        str | None,
+        WithJsonSchema(
+            {
+                "type": ["string", "null"],
+                "enum": [*INJECTED, None],
+                "description": (
+                    "The fault the endpoint's `faults` injected into this attempt; null for "
+                    "none. Only a delivery's first attempt (`reordered`, `delayed`, "
+                    "`bad_signature`, `stale_timestamp`: one, the first that applied in the "
+                    "order bad_signature, stale_timestamp, reordered, delayed) and the extra "
+                    "send of a `duplicate` (an attempt of its own, right after the first, "
+                    "which does not change the delivery's status or schedule) carry one."
+                ),
+            }
+        ),
     ]
 
 
@@ -173,6 +193,7 @@ def delivery_to_json(delivery: Delivery) -> WebhookDeliveryWire:
                 "latency_ms": attempt.latency_ms,
                 "error": attempt.error,
                 "response_body": attempt.response_body,
+                "injected": attempt.injected,
             }
             for attempt in delivery.attempts
         ],

@@ -10,13 +10,31 @@ import attrs
 from pydantic import BaseModel, ConfigDict
 
 from .events import ALL_EVENTS, EVENT_TYPES
-from .fields import Custom, Url, fail, ref, validate
+from .faults import FAULTS_SCHEMA, Faults, FaultsError, parse_faults
+from .fields import Custom, Rule, Url, fail, ref, validate
 
 
 @attrs.frozen
 class EndpointRequest:
     url: str
     enabled_events: tuple[str, ...]  # ("*",) for every type
+    faults: Faults | None = None
+
+
+class FaultsRule(Rule):
+    """The optional `faults` object (`faults.parse_faults`), its problems named by the
+    field within it (`faults.duplicate`); null is no faults."""
+
+    required = False
+
+    def check(self, value: Any) -> Faults | None:
+        try:
+            return parse_faults(value)
+        except FaultsError as error:
+            raise fail(str(error), field=error.field) from None
+
+    def schema(self) -> dict[str, Any]:
+        return FAULTS_SCHEMA
 
 
 def _event_types(value: Any) -> tuple[str, ...]:
@@ -77,16 +95,22 @@ class WebhookEndpointCreate(BaseModel):
         tuple[str, ...] | None,
         _enabled_events('Event types to receive; omitted or ["*"] for all.'),
     ] = None
+    faults: Annotated[Faults | None, FaultsRule()] = None
 
 
 def parse_endpoint(body: dict[str, Any]) -> EndpointRequest:
     parsed = validate(WebhookEndpointCreate, body)
-    return EndpointRequest(url=parsed.url, enabled_events=parsed.enabled_events or (ALL_EVENTS,))
+    return EndpointRequest(
+        url=parsed.url,
+        enabled_events=parsed.enabled_events or (ALL_EVENTS,),
+        faults=parsed.faults,
+    )
 
 
 class WebhookEndpointUpdate(BaseModel):
     """The `PATCH /webhook_endpoints/{id}` body: only the fields given change, each
-    checked as the create checks it (an absent or null field is left as it is)."""
+    checked as the create checks it (an absent or null field is left as it is, but
+    `"faults": null` clears the faults)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -101,16 +125,25 @@ class WebhookEndpointUpdate(BaseModel):
         tuple[str, ...] | None,
         _enabled_events('The event types to receive from now on; ["*"] for all.'),
     ] = None
+    faults: Annotated[Faults | None, FaultsRule()] = None
 
 
 @attrs.frozen
 class EndpointChange:
-    """What a PATCH changes: None for a field left as it is."""
+    """What a PATCH changes: None for a field left as it is; `faults` only when
+    `faults_given` (None then clears them)."""
 
     url: str | None = None
     enabled_events: tuple[str, ...] | None = None
+    faults: Faults | None = None
+    faults_given: bool = False
 
 
 def parse_endpoint_update(body: dict[str, Any]) -> EndpointChange:
     parsed = validate(WebhookEndpointUpdate, body)
-    return EndpointChange(url=parsed.url, enabled_events=parsed.enabled_events)
+    return EndpointChange(
+        url=parsed.url,
+        enabled_events=parsed.enabled_events,
+        faults=parsed.faults,
+        faults_given="faults" in parsed.model_fields_set,
+    )

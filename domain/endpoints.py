@@ -8,7 +8,9 @@ import attrs
 from pydantic import Field, WithJsonSchema
 from typing_extensions import TypedDict
 
+from . import faults as fault_rules
 from .events import ALL_EVENTS
+from .faults import Faults, FaultsWire
 from .times import iso_ms
 
 
@@ -23,6 +25,7 @@ class WebhookEndpoint:
     previous_secret_expires_at: int | None
     created_at: int
     deleted_at: int | None = None
+    faults: Faults | None = None
 
 
 def encode_events(events: tuple[str, ...]) -> str:
@@ -44,6 +47,15 @@ class WebhookEndpointWire(TypedDict):
     enabled_events: list[str]
     status: Literal["enabled", "deleted"]
     created_at: Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
+    faults: Annotated[
+        FaultsWire | None,
+        Field(
+            description=(
+                "Faults injected into the first attempt of each delivery (test mode); "
+                'null for none. See docs/webhooks.md, "Fault injection".'
+            )
+        ),
+    ]
     secret: NotRequired[
         Annotated[
             str,
@@ -92,6 +104,7 @@ def to_json(endpoint: WebhookEndpoint, secret: str | None = None) -> WebhookEndp
         "enabled_events": list(endpoint.enabled_events),
         "status": "deleted" if endpoint.deleted_at is not None else "enabled",
         "created_at": iso_ms(endpoint.created_at),
+        "faults": fault_rules.to_json(endpoint.faults),
     }
     if secret is not None:
         body["secret"] = secret

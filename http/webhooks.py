@@ -85,11 +85,13 @@ get_route(
 @blueprint.patch("/webhook_endpoints/<endpoint_id>")
 @operation(
     operation_id="updateWebhookEndpoint",
-    summary="Change a webhook endpoint's URL or event types (only the fields given)",
+    summary="Change a webhook endpoint's URL, event types or faults (only the fields given)",
     description=(
         "Each field given is checked as the create checks it; the others are left as they "
-        "are. Deliveries already queued keep their event types and go to the URL as it is "
-        "when they are attempted. The secret is not shown (rotate_secret replaces it)."
+        'are (`"faults": null` clears the faults). Deliveries already queued keep their '
+        "event types and faults and go to the URL as it is when they are attempted; faults "
+        "given count the endpoint's deliveries from the 1st again. The secret is not shown "
+        "(rotate_secret replaces it)."
     ),
     tag=WEBHOOKS,
     body=WebhookEndpointUpdate,

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
+from fgcpay.domain import faults as fault_rules
 from fgcpay.domain import ids
 from fgcpay.domain.deliveries import DELIVERY_PREFIX, Delivery, DeliveryAttempt, SenderLimits
 from fgcpay.domain.endpoints import WebhookEndpoint, decode_events, encode_events
 from fgcpay.domain.events import Event, subscribes
+from fgcpay.domain.faults import FaultPlan, Faults
 
 from . import event_stream
 from ._bulk import Column, arrays, insert_rows, unnest
@@ -18,7 +21,7 @@ from .paging import newest_first
 
 _ENDPOINT_COLUMNS = (
     "id, merchant_id, url, enabled_events, secret_sealed, previous_secret_sealed,"
-    " previous_secret_expires_at, created_at, deleted_at"
+    " previous_secret_expires_at, created_at, deleted_at, faults"
 )
 _EVENT_TYPES: list[Column] = [
     ("id", "text"), ("merchant_id", "text"), ("type", "text"), ("resource_id", "text"),
@@ -28,7 +31,7 @@ _EVENT_COLUMNS = ", ".join(name for name, _ in _EVENT_TYPES)
 _DELIVERY_TYPES: list[Column] = [
     ("id", "text"), ("event_id", "text"), ("endpoint_id", "text"), ("merchant_id", "text"),
     ("status", "text"), ("attempts", "bigint"), ("next_attempt_at", "bigint"),
-    ("created_at", "bigint"), ("updated_at", "bigint"),
+    ("created_at", "bigint"), ("updated_at", "bigint"), ("fault_plan", "text"),
 ]  # fmt: skip
 
 
@@ -43,6 +46,7 @@ def _endpoint(row: Row) -> WebhookEndpoint:
         previous_secret_expires_at=row["previous_secret_expires_at"],
         created_at=row["created_at"],
         deleted_at=row["deleted_at"],
+        faults=fault_rules.decode(row["faults"]),
     )
 
 
@@ -52,9 +56,11 @@ def _endpoint(row: Row) -> WebhookEndpoint:
 def insert_endpoint(tx: Tx, endpoint: WebhookEndpoint) -> None:
     e = endpoint
     tx.execute(
-        f"INSERT INTO webhook_endpoints ({_ENDPOINT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO webhook_endpoints ({_ENDPOINT_COLUMNS})"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         e.id, e.merchant_id, e.url, encode_events(e.enabled_events), e.secret_sealed,
         e.previous_secret_sealed, e.previous_secret_expires_at, e.created_at, e.deleted_at,
+        fault_rules.encode(e.faults),
     )  # fmt: skip
 
 
@@ -146,16 +152,21 @@ def update_endpoint(
     endpoint_id: str,
     url: str | None,
     enabled_events: tuple[str, ...] | None,
+    faults: tuple[Faults | None] | None = None,
 ) -> WebhookEndpoint | None:
-    """Change the endpoint's URL and event types, each only when given (deliveries already
-    queued keep theirs, and are sent to the URL as it is when they are attempted); None
-    when the merchant has no such endpoint."""
+    """Change the endpoint's URL, event types and faults, each only when given (`faults`
+    as `(value,)`, `(None,)` clearing them); deliveries already queued keep their events
+    and faults, and are sent to the URL as it is when they are attempted. Faults set
+    count the deliveries' ordinals from 1 again. None when the merchant has no such
+    endpoint."""
+    set_faults = "" if faults is None else ", faults = ?, fault_ordinal = 0"
     changed = tx.execute(
         "UPDATE webhook_endpoints SET url = COALESCE(?, url),"
-        " enabled_events = COALESCE(?, enabled_events)"
+        f" enabled_events = COALESCE(?, enabled_events){set_faults}"
         " WHERE id = ? AND merchant_id = ? AND deleted_at IS NULL",
         url,
         None if enabled_events is None else encode_events(enabled_events),
+        *(() if faults is None else (fault_rules.encode(faults[0]),)),
         endpoint_id,
         merchant_id,
     )
@@ -199,23 +210,69 @@ def _queue_deliveries(tx: Tx, events: Sequence[Event], now_us: int | None) -> in
         return 0
     merchants = sorted({event.merchant_id for event in events})
     rows = tx.fetch(
-        "SELECT id, merchant_id, enabled_events FROM webhook_endpoints"
+        "SELECT id, merchant_id, enabled_events, faults IS NOT NULL AS faulted"
+        " FROM webhook_endpoints"
         f" WHERE merchant_id IN ({', '.join('?' for _ in merchants)}) AND deleted_at IS NULL",
         *merchants,
     )
     endpoints: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    faulted: set[str] = set()
     for row in rows:
         enabled = decode_events(row["enabled_events"])
         endpoints.setdefault(row["merchant_id"], []).append((row["id"], enabled))
-    deliveries = []
+        if row["faulted"]:
+            faulted.add(row["id"])
+    deliveries: list[tuple[Any, ...]] = []
     for event in events:
         at = event.created_at if now_us is None else now_us
         for endpoint_id, enabled in endpoints.get(event.merchant_id, ()):
             if subscribes(enabled, event.type):
                 deliveries.append((DELIVERY_PREFIX + ids.random_base62(24), event.id,
-                                   endpoint_id, event.merchant_id, "pending", 0, at, at, at))  # fmt: skip
+                                   endpoint_id, event.merchant_id, "pending", 0, at, at, at, None))  # fmt: skip
+    if faulted:
+        deliveries = _with_faults(tx, deliveries, faulted)
     insert_rows(tx, "deliveries", _DELIVERY_TYPES, deliveries)
     return len(deliveries)
+
+
+def _with_faults(
+    tx: Tx, deliveries: list[tuple[Any, ...]], faulted: set[str]
+) -> list[tuple[Any, ...]]:
+    """The deliveries to endpoints with faults given their ordinals (in the order they are
+    created) and their faults: each such endpoint's counter is raised here, in the
+    outbox transaction (its row locked till the commit on PostgreSQL, so concurrent
+    transactions take turns and no two deliveries share an ordinal), in the order of the
+    endpoints' ids so two transactions never wait on each other. A delivery delayed by
+    `delay_ms` falls due that much later: it waits in the outbox, holding no sender."""
+    counts: dict[str, int] = {}
+    for row in deliveries:
+        endpoint_id = str(row[2])
+        if endpoint_id in faulted:
+            counts[endpoint_id] = counts.get(endpoint_id, 0) + 1
+    next_ordinal: dict[str, tuple[int, Faults]] = {}
+    for endpoint_id in sorted(counts):
+        raised = tx.fetchrow(
+            "UPDATE webhook_endpoints SET fault_ordinal = fault_ordinal + ?"
+            " WHERE id = ? AND faults IS NOT NULL RETURNING fault_ordinal, faults",
+            counts[endpoint_id],
+            endpoint_id,
+        )
+        faults = None if raised is None else fault_rules.decode(raised["faults"])
+        if raised is not None and faults is not None:  # not cleared meanwhile
+            first = int(raised["fault_ordinal"]) - counts[endpoint_id] + 1
+            next_ordinal[endpoint_id] = (first, faults)
+    planned: list[tuple[Any, ...]] = []
+    for row in deliveries:
+        endpoint_id = str(row[2])
+        if endpoint_id in next_ordinal:
+            ordinal, faults = next_ordinal[endpoint_id]
+            next_ordinal[endpoint_id] = (ordinal + 1, faults)
+            chosen = fault_rules.plan(faults, ordinal)
+            if chosen is not None:
+                due = row[6] + chosen.delay_ms * 1000
+                row = (*row[:6], due, *row[7:9], fault_rules.encode_plan(chosen))
+        planned.append(row)
+    return planned
 
 
 def redeliver(tx: Tx, merchant_id: str, event_id: str, now_us: int) -> int | None:
@@ -270,6 +327,8 @@ class DeliveryJob:
     merchant_id: str = ""
     # The resource the event is about: its events go to one endpoint one at a time.
     resource_id: str = ""
+    # The faults of its first attempt (fault injection), decided when it was created.
+    plan: FaultPlan | None = None
 
 
 def _not_full(limits: SenderLimits) -> tuple[str, list[object]]:
@@ -365,8 +424,10 @@ def claim_due(
             f"{choose}, claimed AS (UPDATE deliveries SET lease_owner = ?, lease_expires_at = ?"
             " FROM chosen WHERE deliveries.id = chosen.id"
             " RETURNING deliveries.id, deliveries.attempts, deliveries.event_id,"
-            " deliveries.endpoint_id, deliveries.merchant_id, chosen.next_attempt_at)"
-            f" SELECT c.id AS delivery_id, c.attempts, c.endpoint_id, c.merchant_id, {_JOB_COLUMNS},"
+            " deliveries.endpoint_id, deliveries.merchant_id, deliveries.fault_plan,"
+            " chosen.next_attempt_at)"
+            " SELECT c.id AS delivery_id, c.attempts, c.endpoint_id, c.merchant_id,"
+            f" c.fault_plan, {_JOB_COLUMNS},"
             f" {_PASSED_OVER} FROM claimed c JOIN events e ON e.id = c.event_id"
             " JOIN webhook_endpoints w ON w.id = c.endpoint_id"
             " ORDER BY c.next_attempt_at, c.id",
@@ -389,7 +450,7 @@ def claim_due(
         )
         rows = tx.fetch(
             "SELECT d.id AS delivery_id, d.attempts, d.endpoint_id, d.merchant_id,"
-            f" {_JOB_COLUMNS} FROM deliveries d JOIN events e ON e.id = d.event_id"
+            f" d.fault_plan, {_JOB_COLUMNS} FROM deliveries d JOIN events e ON e.id = d.event_id"
             " JOIN webhook_endpoints w ON w.id = d.endpoint_id"
             f" WHERE d.id IN ({marks}) ORDER BY d.next_attempt_at, d.id",
             *ids,
@@ -410,6 +471,7 @@ def claim_due(
             endpoint_id=row["endpoint_id"],
             merchant_id=row["merchant_id"],
             resource_id=row["resource_id"],
+            plan=fault_rules.decode_plan(row["fault_plan"]),
         )
         for row in rows
     ]
@@ -427,6 +489,11 @@ class AttemptRecord:
     # outcome: 'succeeded', 'failed', or 'pending' with next_attempt_at
     outcome: str
     next_attempt_at: int | None
+    # The fault the attempt carried (fault injection), if any.
+    injected: str | None = None
+    # Sent after it, logged as attempts of their own without settling the delivery: the
+    # extra send of an injected `duplicate`.
+    also: tuple[DeliveryAttempt, ...] = ()
 
 
 _SETTLED_TYPES: list[Column] = [
@@ -435,7 +502,7 @@ _SETTLED_TYPES: list[Column] = [
 _ATTEMPT_TYPES: list[Column] = [
     ("id", "text"), ("delivery_id", "text"), ("attempted_at", "bigint"),
     ("response_status", "bigint"), ("latency_ms", "bigint"), ("error", "text"),
-    ("response_body", "text"),
+    ("response_body", "text"), ("injected", "text"),
 ]  # fmt: skip
 
 
@@ -473,14 +540,35 @@ def record_attempts(tx: Tx, owner: str, attempts: Sequence[AttemptRecord]) -> li
             ) == 1
             for delivery_id, status, next_at, at in settled
         ]  # fmt: skip
-    insert_rows(
-        tx,
-        "delivery_attempts",
-        _ATTEMPT_TYPES,
-        [("att_" + ids.random_base62(24), a.delivery_id, a.attempted_at, a.response_status,
-          a.latency_ms, a.error, a.response_body)
-         for a, recorded in zip(attempts, kept, strict=True) if recorded],
-    )  # fmt: skip
+    rows = []
+    for a, recorded in zip(attempts, kept, strict=True):
+        if recorded:
+            rows.append(
+                (
+                    "att_" + ids.random_base62(24),
+                    a.delivery_id,
+                    a.attempted_at,
+                    a.response_status,
+                    a.latency_ms,
+                    a.error,
+                    a.response_body,
+                    a.injected,
+                )
+            )
+            rows += [
+                (
+                    "att_" + ids.random_base62(24),
+                    a.delivery_id,
+                    x.at,
+                    x.status_code,
+                    x.latency_ms,
+                    x.error,
+                    x.response_body,
+                    x.injected,
+                )
+                for x in a.also
+            ]
+    insert_rows(tx, "delivery_attempts", _ATTEMPT_TYPES, rows)  # fmt: skip
     return kept
 
 
@@ -579,8 +667,8 @@ def _with_attempts(tx: Tx, rows: Sequence[Row]) -> list[Delivery]:
     attempts: dict[str, list[DeliveryAttempt]] = {row["id"]: [] for row in rows}
     if attempts:
         found = tx.fetch(
-            "SELECT delivery_id, attempted_at, response_status, latency_ms, error, response_body"
-            f" FROM delivery_attempts WHERE delivery_id IN ({', '.join('?' for _ in attempts)})"
+            "SELECT delivery_id, attempted_at, response_status, latency_ms, error, response_body,"
+            f" injected FROM delivery_attempts WHERE delivery_id IN ({', '.join('?' for _ in attempts)})"
             " ORDER BY attempted_at, id",
             *attempts,
         )
@@ -592,6 +680,7 @@ def _with_attempts(tx: Tx, rows: Sequence[Row]) -> list[Delivery]:
                     latency_ms=a["latency_ms"],
                     error=a["error"],
                     response_body=a["response_body"],
+                    injected=a["injected"],
                 )  # fmt: skip
             )
     return [

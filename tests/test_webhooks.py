@@ -301,7 +301,7 @@ async def test_an_endpoint_is_read_and_changed_field_by_field(server: Server) ->
         ({"url": "ftp://x", "enabled_events": ["nope"]}, {"url", "enabled_events"}),
         ({"enabled_events": []}, {"enabled_events"}),
         ({"url": "https://hooks.example/x", "secret": "whsec_mine"}, {"secret"}),
-        ({"faults": {}}, {"faults"}),
+        ({"faults": {"duplicate": 2}}, {"faults.duplicate"}),
     ):
         refused = await merchant.patch(path, json=body)
         assert refused.status_code == 400, (body, refused.text)

@@ -30,6 +30,14 @@ each with a fresh signature, records the attempts in batches, and schedules retr
   (claimed again a second later); after a process's crash its leases lapse and any
   process reclaims them. Delivery is at least once, and a delivery is never sent by two
   processes at once.
+- Fault injection (an endpoint's `faults`; `domain/faults.py`): a delivery's faults were
+  decided when it was created (`DeliveryJob.plan`) and apply to its first attempt only.
+  A delay was already served in the outbox (it fell due later); a reorder is held here
+  (`_hold`) without a sender or a slot, until the next delivery to its endpoint has been
+  sent or 2 s pass, still leased (a crash or a shutdown leaves it to be sent again); a
+  bad signature or a stale timestamp is in how the attempt is signed; a duplicate is a
+  second send right after the first, logged as an attempt of its own. A job without a
+  plan takes none of these paths.
 """
 
 from __future__ import annotations
@@ -54,8 +62,9 @@ from fgcpay.domain.deliveries import (
     DeliveryAttempt,
     retry_delay,
 )
+from fgcpay.domain.faults import REORDER_HOLD_SECONDS, STALE_SECONDS, FaultPlan
 from fgcpay.domain.secret_box import SecretBox
-from fgcpay.domain.signing import signed_headers
+from fgcpay.domain.signing import new_secret, signed_headers
 from fgcpay.domain.times import iso_ms
 from fgcpay.storage import Database
 from fgcpay.storage import webhooks as webhook_rows
@@ -129,6 +138,10 @@ class WebhookDispatcher:
         self.max_unsettled = (AHEAD + 1) * senders
         self._unsettled = 0
         self._jobs: trio.MemorySendChannel[DeliveryJob] | None = None
+        self._nursery: trio.Nursery | None = None
+        # Per endpoint, the delivery held back by a `reorder` fault: set once the next
+        # delivery to that endpoint has been sent.
+        self._held: dict[str, trio.Event] = {}
         self._finished: list[_Finished] = []
         self._finished_ready = trio.Event()
         self._wake = trio.Event()
@@ -164,6 +177,7 @@ class WebhookDispatcher:
         self.client = client
         try:
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 # Holds only deliveries with a sending slot: never more than the senders.
                 self._jobs, jobs_out = trio.open_memory_channel[DeliveryJob](self.senders)
                 for _ in range(self.senders):
@@ -281,21 +295,55 @@ class WebhookDispatcher:
     async def _sender(self, jobs: trio.MemoryReceiveChannel[DeliveryJob]) -> None:
         async with jobs:
             async for job in jobs:
-                finished: _Finished | None = None
-                try:
-                    finished = await self._attempt(job)
-                except Exception as error:  # a sender never dies of one delivery
-                    log_event(
-                        "delivery attempt crashed", logging.ERROR, error_type=type(error).__name__
-                    )
-                finally:
-                    self._answered(job)
-                if finished is None:
-                    await self._release([job])  # nothing to record: claimed again shortly
-                    self._settle(job)
+                if (
+                    job.plan is not None
+                    and job.plan.reorder
+                    and job.attempts == 0
+                    and job.endpoint_id not in self._held
+                ):
+                    self._hold(job)
                 else:
-                    self._finished.append(finished)
-                    self._finished_ready.set()
+                    await self._send(job)
+
+    async def _send(self, job: DeliveryJob, *, reordered: bool = False) -> None:
+        """Attempt `job` and hand its outcome to the recorder; `reordered`: it was held
+        back (its slots were freed when it was)."""
+        # Held back before this attempt started: released once it has been sent.
+        held = self._held.get(job.endpoint_id) if self._held and not reordered else None
+        finished: _Finished | None = None
+        try:
+            finished = await self._attempt(job, reordered)
+        except Exception as error:  # a sender never dies of one delivery
+            log_event("delivery attempt crashed", logging.ERROR, error_type=type(error).__name__)
+        finally:
+            if not reordered:
+                self._answered(job)
+            if held is not None and self._held.get(job.endpoint_id) is held:
+                del self._held[job.endpoint_id]
+                held.set()
+        if finished is None:
+            await self._release([job])  # nothing to record: claimed again shortly
+            self._settle(job)
+        else:
+            self._finished.append(finished)
+            self._finished_ready.set()
+
+    def _hold(self, job: DeliveryJob) -> None:
+        """A `reorder` fault: hold the delivery back until the next delivery to its
+        endpoint has been sent (or REORDER_HOLD_SECONDS pass), its sender and slots free
+        meanwhile. One that comes while this one is held is sent at once, and this one
+        follows it. The lease stays: a crash or a shutdown meanwhile leaves it pending."""
+        assert self._nursery is not None
+        release = self._held[job.endpoint_id] = trio.Event()
+        self._answered(job)
+        self._nursery.start_soon(self._send_held, job, release)
+
+    async def _send_held(self, job: DeliveryJob, release: trio.Event) -> None:
+        with trio.move_on_after(REORDER_HOLD_SECONDS):
+            await release.wait()
+        if self._held.get(job.endpoint_id) is release:
+            del self._held[job.endpoint_id]
+        await self._send(job, reordered=True)
 
     def _answered(self, job: DeliveryJob) -> None:
         """The attempt's sending is over: its slots go to the next claimed delivery, and
@@ -339,12 +387,21 @@ class WebhookDispatcher:
         event_id: str,
         text: str,
         signing_secrets: list[str],
+        plan: FaultPlan | None = None,
     ) -> tuple[DeliveryAttempt, int | None]:
         """One POST signed now, under the attempt's deadline: what came of it, and the
-        answer's `Retry-After` (as seconds) if it had one."""
+        answer's `Retry-After` (as seconds) if it had one. `plan`: the injected faults
+        of its signing (a wrong secret, or a timestamp STALE_SECONDS old)."""
         now = self.clock.now_us()
         body = text.encode("utf-8")
-        headers = signed_headers(event_id, body, now // 1_000_000, signing_secrets)
+        stamp = now // 1_000_000
+        if plan is not None:
+            if plan.bad_signature:
+                # A secret nobody has, in both header families.
+                signing_secrets = [new_secret()]
+            elif plan.stale_timestamp:
+                stamp -= STALE_SECONDS
+        headers = signed_headers(event_id, body, stamp, signing_secrets)
         status: int | None = None
         error: str | None = None
         answer: str | None = None
@@ -368,12 +425,25 @@ class WebhookDispatcher:
         )
         return attempt, retry_after
 
-    async def _attempt(self, job: DeliveryJob) -> _Finished:
+    async def _attempt(self, job: DeliveryJob, reordered: bool = False) -> _Finished:
         assert self.client is not None
+        client = self.client
         secrets_now = self._signing_secrets(job, self.clock.now_us())
+        plan = job.plan if job.attempts == 0 else None  # retries go clean
         sent, retry_after = await self._post(
-            self.client, job.url, job.event_id, job.body, secrets_now
+            client, job.url, job.event_id, job.body, secrets_now, plan
         )
+        injected: str | None = None
+        also: tuple[DeliveryAttempt, ...] = ()
+        if plan is not None:
+            injected = plan.injected(reordered)
+            if plan.duplicate:
+                # The same delivery again, signed afresh; the first attempt's answer
+                # alone settles the delivery.
+                secrets_now = self._signing_secrets(job, self.clock.now_us())
+                again, _ = await self._post(client, job.url, job.event_id, job.body, secrets_now)
+                # Logged after the first even when the clock has not moved (oldest first).
+                also = (attrs.evolve(again, at=max(again.at, sent.at + 1), injected="duplicate"),)
         status = sent.status_code
         if status is not None and 200 <= status < 300:
             outcome, next_at = "succeeded", None
@@ -394,6 +464,8 @@ class WebhookDispatcher:
             response_body=sent.response_body,
             outcome=outcome,
             next_attempt_at=next_at,
+            injected=injected,
+            also=also,
         )
         return _Finished(job, record)
 

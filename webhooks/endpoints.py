@@ -65,6 +65,7 @@ class WebhookEndpoints:
             previous_secret_sealed=None,
             previous_secret_expires_at=None,
             created_at=self.clock.now_us(),
+            faults=request.faults,
         )
         await self.db.write(webhook_rows.insert_endpoint, endpoint)
         return endpoint, secret
@@ -118,7 +119,9 @@ class WebhookEndpoints:
         self, merchant_id: str, endpoint_id: str, change: EndpointChange
     ) -> WebhookEndpoint:
         """The endpoint with the fields `change` gives changed, the URL under the create's
-        rules (its form, and private targets only where the operator allows them)."""
+        rules (its form, and private targets only where the operator allows them); faults
+        set (or cleared) apply to deliveries created from then on, their ordinals counted
+        from 1 again."""
         if change.url is not None:
             refused = destinations.registration_refusal(change.url, self.allow_private)
             if refused:
@@ -131,6 +134,7 @@ class WebhookEndpoints:
             endpoint_id[:64],
             change.url,
             change.enabled_events,
+            (change.faults,) if change.faults_given else None,
         )
         if changed is None:
             raise errors.NotFound("No such webhook endpoint.")
