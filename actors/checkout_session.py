@@ -4,7 +4,7 @@ operations the HTTP layer calls."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from decimal import Decimal
 from typing import Any
 
@@ -20,7 +20,7 @@ from fgcpay.storage import Database, checkout_sessions
 from fgcpay.storage.owned import OwnedRows
 
 from ._runtime import ActorHost, Message
-from .authorization import ALREADY_FINAL, MESSAGES, Authorized, authorize
+from .authorization import ALREADY_FINAL, MESSAGES, Authorized, Vouched, authorize, vouch
 from .refund_desk import RefundDesk
 
 KIND = "checkout_session"
@@ -46,7 +46,10 @@ class ConfirmResult:
 @attrs.frozen
 class Expire(Message[CheckoutSession]):
     """The session's `expires_at` has passed (sent by the expiry sweep); replied with the
-    session after it."""
+    session after it. `now`: expire it now even before `expires_at` (the test helper
+    `expire`), which becomes the time it expired."""
+
+    now: bool = False
 
 
 @attrs.frozen
@@ -60,6 +63,21 @@ class Confirm(Message[ConfirmResult]):
 
     customer_code: str
     pin: str = attrs.field(repr=False)  # never in a repr, a log line or an error
+
+
+@attrs.frozen
+class TestPay(Message[ConfirmResult]):
+    """A test helper pays as the test customer `customer_code`, vouched for by the
+    merchant's API key (`authorization.vouch`): no PIN; the rest as `Confirm`."""
+
+    __test__ = False  # a message, not a test class for pytest to collect
+
+    customer_code: str
+
+
+# The payment's conditional write, given the session, the payment, the time and the event:
+# with the PIN attempt settled (the page) or without one (a test helper).
+_PayWrite = Callable[[CheckoutSession, Transaction, int, Event], Awaitable[bool]]
 
 
 Listener = Callable[[CheckoutSession], None]
@@ -113,22 +131,27 @@ class CheckoutSessionActor:
         if isinstance(message, Snapshot):
             return state, state
         if isinstance(message, Expire):
-            state = await self._expire(state)
+            state = await self._expire(state, early=message.now)
             return state, state
-        if isinstance(message, Confirm):
+        if isinstance(message, Confirm | TestPay):
             result = await self._confirm(state, message)
             return result.session, result
         if self.refunds is not None and self.refunds.handles(message):
             return state, await self.refunds.receive(message)
         raise TypeError(f"unexpected message {message!r}")
 
-    async def _confirm(self, session: CheckoutSession, request: Confirm) -> ConfirmResult:
+    async def _confirm(self, session: CheckoutSession, request: Confirm | TestPay) -> ConfirmResult:
         now = self.clock.now_us()
         if not checkout.STATES.allows(session.status, checkout.PAID):
             return ConfirmResult(ALREADY_FINAL, session)
         if session.is_expired_at(now):
             # Never payable past expires_at, whether or not the sweep has run.
             return ConfirmResult(ALREADY_FINAL, await self._expire(session))
+        if isinstance(request, TestPay):
+            vouched = await vouch(self.db, request.customer_code)
+            if not isinstance(vouched, Vouched):
+                return ConfirmResult(vouched, session)
+            return await self._pay(session, vouched.code, now, self._pay_unattempted)
         # The PIN slot reserved is released on any exit that did not settle it.
         async with authorize(
             self.db, self.clock, self.secret_key, session.merchant_id, request.customer_code,
@@ -136,17 +159,37 @@ class CheckoutSessionActor:
         ) as authorized:  # fmt: skip
             if not isinstance(authorized, Authorized):
                 return ConfirmResult(authorized, session)
-            return await self._pay(session, authorized, now)
+
+            async def settle_and_pay(
+                session: CheckoutSession, payment: Transaction, now: int, event: Event
+            ) -> bool:
+                return await authorized.settle(
+                    self.db,
+                    checkout_sessions.settle_and_pay,
+                    authorized.scope,
+                    authorized.code,
+                    session,
+                    payment,
+                    now,
+                    event,
+                )
+
+            return await self._pay(session, authorized.code, now, settle_and_pay)
+
+    async def _pay_unattempted(
+        self, session: CheckoutSession, payment: Transaction, now: int, event: Event
+    ) -> bool:
+        return await self.db.write(checkout_sessions.pay, session, payment, now, event)
 
     async def _pay(
-        self, session: CheckoutSession, authorized: Authorized, now: int
+        self, session: CheckoutSession, code: str, now: int, write: _PayWrite
     ) -> ConfirmResult:
         payment = Transaction(
             id=ids.transaction_id(),
             merchant_id=session.merchant_id,
             kind=PAYMENT,
             checkout_session_id=session.id,
-            customer_code=authorized.code,
+            customer_code=code,
             amount_minor=session.amount_minor,
             currency=money.CURRENCY,
             created_at=now,
@@ -156,34 +199,30 @@ class CheckoutSessionActor:
             session, status=pay.target, version=session.version + 1, updated_at=now, paid_at=now
         )
         event = self._event(paid, "checkout.session.paid", now)
-        # The attempt settles in the same transaction as the payment: one commit.
-        if await authorized.settle(
-            self.db,
-            checkout_sessions.settle_and_pay,
-            authorized.scope,
-            authorized.code,
-            session,
-            payment,
-            now,
-            event,
-        ):
+        # On the page the attempt settles in the same transaction as the payment: one commit.
+        if await write(session, payment, now, event):
             self.on_change(paid)
             return ConfirmResult(PAID, paid)
         # Another process moved it on first (paid or expired): storage decided.
         fresh = await self.db.read(checkout_sessions.by_id, session.id)
         return ConfirmResult(ALREADY_FINAL, fresh if fresh is not None else session)
 
-    async def _expire(self, session: CheckoutSession) -> CheckoutSession:
+    async def _expire(self, session: CheckoutSession, early: bool = False) -> CheckoutSession:
         now = self.clock.now_us()
         if not checkout.STATES.allows(session.status, checkout.EXPIRED):
             return session
-        if not session.is_expired_at(now):
+        due = session.is_expired_at(now)
+        if not due and not early:
             return session
         expired = attrs.evolve(
             session, status=checkout.EXPIRED, version=session.version + 1, updated_at=now
         )
+        if not due:
+            # Expired ahead of time (a test helper): it expired now, and says so.
+            expired = attrs.evolve(expired, expires_at=now)
         event = self._event(expired, "checkout.session.expired", now)
-        if await self.db.write(checkout_sessions.mark_expired, session, now, event):
+        write = checkout_sessions.mark_expired if due else checkout_sessions.expire_early
+        if await self.db.write(write, session, now, event):
             self.on_change(expired)
             return expired
         # Another process moved it on first: storage decided; take its word.
@@ -239,6 +278,20 @@ class CheckoutSessions:
     async def confirm(self, session_id: str, customer_code: str, pin: str) -> ConfirmResult:
         """The customer authorizes with code and PIN; the session's actor decides."""
         return await self.host.ask(KIND, session_id, Confirm(customer_code, pin))
+
+    async def test_pay(
+        self, merchant_id: str, session_id: str, customer_code: str
+    ) -> ConfirmResult:
+        """A test helper pays the merchant's session as the test customer `customer_code`
+        (no PIN: `TestPay`); 404 for an unknown session or another merchant's."""
+        await self.get(merchant_id, session_id)
+        return await self.host.ask(KIND, session_id, TestPay(customer_code))
+
+    async def expire_now(self, merchant_id: str, session_id: str) -> CheckoutSession:
+        """A test helper expires the merchant's session now (`created` -> `expired`); the
+        session after it (unchanged when it was not `created`). 404 as `get`."""
+        await self.get(merchant_id, session_id)
+        return await self.host.ask(KIND, session_id, Expire(now=True))
 
     async def settled(self, session_id: str) -> CheckoutSession | None:
         """The session as it is once its actor has handled what it had queued.

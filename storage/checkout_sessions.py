@@ -128,6 +128,26 @@ def mark_expired(tx: Tx, session: CheckoutSession, now_us: int, event: Event) ->
     return changed == 1
 
 
+def expire_early(tx: Tx, session: CheckoutSession, now_us: int, event: Event) -> bool:
+    """The `expire` transition before `expires_at` (the test helper `expire`): as
+    `mark_expired`, and `expires_at` becomes now, when it expired. False (nothing
+    written) when the row moved on meanwhile."""
+    changed = guarded_update(
+        tx,
+        "checkout_sessions",
+        "status = ?, version = version + 1, updated_at = ?, expires_at = ?",
+        (_EXPIRE.target, now_us, now_us),
+        session.id,
+        f"{_EXPIRABLE} AND version = ?",
+        (session.version,),
+        give_way=False,  # a merchant's step: it waits for the row (see guarded_update)
+    )
+    if changed == 1:
+        webhooks.record_event(tx, event)
+        notify_status(tx, session.id, _EXPIRE.target)
+    return changed == 1
+
+
 STATUS_CHANNEL = "fgcpay_status"
 
 
