@@ -14,7 +14,8 @@ from fgcpay.core.logs import log_event
 from fgcpay.domain import checkout, errors, ids, money
 from fgcpay.domain.checkout import CheckoutRequest, CheckoutSession
 from fgcpay.domain.events import Event, new_event
-from fgcpay.domain.idempotency import Completion
+from fgcpay.domain.idempotency import Completion, IdempotencyLost
+from fgcpay.domain.test_helpers import CheckoutSessionNotOpen
 from fgcpay.domain.transactions import PAYMENT, Transaction
 from fgcpay.storage import Database, checkout_sessions
 from fgcpay.storage.owned import OwnedRows
@@ -46,10 +47,23 @@ class ConfirmResult:
 @attrs.frozen
 class Expire(Message[CheckoutSession]):
     """The session's `expires_at` has passed (sent by the expiry sweep); replied with the
-    session after it. `now`: expire it now even before `expires_at` (the test helper
-    `expire`), which becomes the time it expired."""
+    session after it."""
 
-    now: bool = False
+
+def _unanswered(session: CheckoutSession) -> Completion | None:
+    return None
+
+
+@attrs.frozen
+class ExpireNow(Message[CheckoutSession | IdempotencyLost]):
+    """A test helper expires the session now, before `expires_at` (which becomes now),
+    storing `answer(expired)` (the request's idempotent answer) with it. Replied with the
+    session expired, or the lost Idempotency-Key (replied, not raised); raises 409
+    `checkout_session_not_open` unless it was `created`."""
+
+    answer: Callable[[CheckoutSession], Completion | None] = attrs.field(
+        eq=False, default=_unanswered
+    )
 
 
 @attrs.frozen
@@ -66,18 +80,23 @@ class Confirm(Message[ConfirmResult]):
 
 
 @attrs.frozen
-class TestPay(Message[ConfirmResult]):
+class TestPay(Message[ConfirmResult | IdempotencyLost]):
     """A test helper pays as the test customer `customer_code`, vouched for by the
-    merchant's API key (`authorization.vouch`): no PIN; the rest as `Confirm`."""
+    merchant's API key (`authorization.vouch`): no PIN; the rest as `Confirm`. The paid
+    session's `answer` (the request's idempotent answer) is stored with the payment; a
+    lost Idempotency-Key is replied, not raised."""
 
     __test__ = False  # a message, not a test class for pytest to collect
 
     customer_code: str
+    answer: Callable[[CheckoutSession], Completion | None] = attrs.field(
+        eq=False, default=_unanswered
+    )
 
 
-# The payment's conditional write, given the session, the payment, the time and the event:
-# with the PIN attempt settled (the page) or without one (a test helper).
-_PayWrite = Callable[[CheckoutSession, Transaction, int, Event], Awaitable[bool]]
+# The payment's conditional write, given the session before and after, the payment, the
+# time and the event: with the PIN attempt settled (the page) or without one (a helper).
+_PayWrite = Callable[[CheckoutSession, CheckoutSession, Transaction, int, Event], Awaitable[bool]]
 
 
 Listener = Callable[[CheckoutSession], None]
@@ -131,10 +150,19 @@ class CheckoutSessionActor:
         if isinstance(message, Snapshot):
             return state, state
         if isinstance(message, Expire):
-            state = await self._expire(state, early=message.now)
+            state = await self._expire(state)
+            return state, state
+        if isinstance(message, ExpireNow):
+            try:
+                state = await self._expire_now(state, message)
+            except IdempotencyLost as lost:
+                return state, lost  # nothing written
             return state, state
         if isinstance(message, Confirm | TestPay):
-            result = await self._confirm(state, message)
+            try:
+                result = await self._confirm(state, message)
+            except IdempotencyLost as lost:
+                return state, lost  # nothing written
             return result.session, result
         if self.refunds is not None and self.refunds.handles(message):
             return state, await self.refunds.receive(message)
@@ -151,7 +179,20 @@ class CheckoutSessionActor:
             vouched = await vouch(self.db, request.customer_code)
             if not isinstance(vouched, Vouched):
                 return ConfirmResult(vouched, session)
-            return await self._pay(session, vouched.code, now, self._pay_unattempted)
+
+            async def pay_answered(
+                before: CheckoutSession,
+                paid: CheckoutSession,
+                payment: Transaction,
+                now: int,
+                event: Event,
+            ) -> bool:
+                return await self.db.write(
+                    checkout_sessions.pay_answered, before, payment, now, event, answer(paid)
+                )
+
+            answer = request.answer  # narrowed: the request is a TestPay here
+            return await self._pay(session, vouched.code, now, pay_answered)
         # The PIN slot reserved is released on any exit that did not settle it.
         async with authorize(
             self.db, self.clock, self.secret_key, session.merchant_id, request.customer_code,
@@ -161,7 +202,11 @@ class CheckoutSessionActor:
                 return ConfirmResult(authorized, session)
 
             async def settle_and_pay(
-                session: CheckoutSession, payment: Transaction, now: int, event: Event
+                session: CheckoutSession,
+                paid: CheckoutSession,
+                payment: Transaction,
+                now: int,
+                event: Event,
             ) -> bool:
                 return await authorized.settle(
                     self.db,
@@ -175,11 +220,6 @@ class CheckoutSessionActor:
                 )
 
             return await self._pay(session, authorized.code, now, settle_and_pay)
-
-    async def _pay_unattempted(
-        self, session: CheckoutSession, payment: Transaction, now: int, event: Event
-    ) -> bool:
-        return await self.db.write(checkout_sessions.pay, session, payment, now, event)
 
     async def _pay(
         self, session: CheckoutSession, code: str, now: int, write: _PayWrite
@@ -200,29 +240,51 @@ class CheckoutSessionActor:
         )
         event = self._event(paid, "checkout.session.paid", now)
         # On the page the attempt settles in the same transaction as the payment: one commit.
-        if await write(session, payment, now, event):
+        if await write(session, paid, payment, now, event):
             self.on_change(paid)
             return ConfirmResult(PAID, paid)
         # Another process moved it on first (paid or expired): storage decided.
         fresh = await self.db.read(checkout_sessions.by_id, session.id)
         return ConfirmResult(ALREADY_FINAL, fresh if fresh is not None else session)
 
-    async def _expire(self, session: CheckoutSession, early: bool = False) -> CheckoutSession:
+    async def _expire_now(self, session: CheckoutSession, request: ExpireNow) -> CheckoutSession:
+        current: CheckoutSession | None = session
+        while current is not None and checkout.STATES.allows(current.status, checkout.EXPIRED):
+            now = self.clock.now_us()
+            # Expired ahead of time: it expired now, and `expires_at` says so.
+            expired = attrs.evolve(
+                current,
+                status=checkout.EXPIRED,
+                version=current.version + 1,
+                updated_at=now,
+                expires_at=min(now, current.expires_at),
+            )
+            event = self._event(expired, "checkout.session.expired", now)
+            written = await self.db.write(
+                checkout_sessions.expire_early, current, now, event, request.answer(expired)
+            )
+            if written:
+                self.on_change(expired)
+                return expired
+            # Moved on meanwhile (paid, or expired by the sweep): decide on what is stored.
+            current = await self.db.read(checkout_sessions.by_id, session.id)
+        found = current if current is not None else session
+        raise CheckoutSessionNotOpen(
+            f"The checkout session is {found.status}: only a `created` session can be expired.",
+            {"id": found.id, "status": found.status},
+        )
+
+    async def _expire(self, session: CheckoutSession) -> CheckoutSession:
         now = self.clock.now_us()
         if not checkout.STATES.allows(session.status, checkout.EXPIRED):
             return session
-        due = session.is_expired_at(now)
-        if not due and not early:
+        if not session.is_expired_at(now):
             return session
         expired = attrs.evolve(
             session, status=checkout.EXPIRED, version=session.version + 1, updated_at=now
         )
-        if not due:
-            # Expired ahead of time (a test helper): it expired now, and says so.
-            expired = attrs.evolve(expired, expires_at=now)
         event = self._event(expired, "checkout.session.expired", now)
-        write = checkout_sessions.mark_expired if due else checkout_sessions.expire_early
-        if await self.db.write(write, session, now, event):
+        if await self.db.write(checkout_sessions.mark_expired, session, now, event):
             self.on_change(expired)
             return expired
         # Another process moved it on first: storage decided; take its word.
@@ -280,18 +342,35 @@ class CheckoutSessions:
         return await self.host.ask(KIND, session_id, Confirm(customer_code, pin))
 
     async def test_pay(
-        self, merchant_id: str, session_id: str, customer_code: str
+        self,
+        merchant_id: str,
+        session_id: str,
+        customer_code: str,
+        answer: Callable[[CheckoutSession], Completion | None] = _unanswered,
     ) -> ConfirmResult:
         """A test helper pays the merchant's session as the test customer `customer_code`
-        (no PIN: `TestPay`); 404 for an unknown session or another merchant's."""
+        (no PIN: `TestPay`), storing `answer(paid)` with the payment; 404 for an unknown
+        session or another merchant's."""
         await self.get(merchant_id, session_id)
-        return await self.host.ask(KIND, session_id, TestPay(customer_code))
+        result = await self.host.ask(KIND, session_id, TestPay(customer_code, answer))
+        if isinstance(result, IdempotencyLost):
+            raise result
+        return result
 
-    async def expire_now(self, merchant_id: str, session_id: str) -> CheckoutSession:
-        """A test helper expires the merchant's session now (`created` -> `expired`); the
-        session after it (unchanged when it was not `created`). 404 as `get`."""
+    async def expire_now(
+        self,
+        merchant_id: str,
+        session_id: str,
+        answer: Callable[[CheckoutSession], Completion | None] = _unanswered,
+    ) -> CheckoutSession:
+        """A test helper expires the merchant's session now (`created` -> `expired`),
+        storing `answer(expired)` with it; the session expired. 404 as `get`, 409
+        `checkout_session_not_open` unless it was `created`."""
         await self.get(merchant_id, session_id)
-        return await self.host.ask(KIND, session_id, Expire(now=True))
+        result = await self.host.ask(KIND, session_id, ExpireNow(answer))
+        if isinstance(result, IdempotencyLost):
+            raise result
+        return result
 
     async def settled(self, session_id: str) -> CheckoutSession | None:
         """The session as it is once its actor has handled what it had queued.

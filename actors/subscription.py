@@ -67,18 +67,21 @@ class Approve(Message[ApproveResult]):
     pin: str = attrs.field(repr=False)  # never in a repr, a log line or an error
 
 
+def _unanswered(sub: Subscription) -> Completion | None:
+    return None
+
+
 @attrs.frozen
-class TestApprove(Message[ApproveResult]):
+class TestApprove(Message[ApproveResult | IdempotencyLost]):
     """A test helper approves as the test customer `customer_code`, vouched for by the
-    merchant's API key (`authorization.vouch`): no PIN; the rest as `Approve`."""
+    merchant's API key (`authorization.vouch`): no PIN; the rest as `Approve`. The active
+    subscription's `answer` (the request's idempotent answer) is stored with the
+    approval; a lost Idempotency-Key is replied, not raised."""
 
     __test__ = False  # a message, not a test class for pytest to collect
 
     customer_code: str
-
-
-def _unanswered(sub: Subscription) -> Completion | None:
-    return None
+    answer: Callable[[Subscription], Completion | None] = attrs.field(eq=False, default=_unanswered)
 
 
 @attrs.frozen
@@ -187,7 +190,10 @@ class SubscriptionActor:
         if isinstance(message, Cancel):
             return await self._cancel(state, message)
         if isinstance(message, Approve | TestApprove):
-            result = await self._approve(state, message)
+            try:
+                result = await self._approve(state, message)
+            except IdempotencyLost as lost:
+                return state, lost  # nothing written
             return result.subscription, result
         raise TypeError(f"unexpected message {message!r}")
 
@@ -372,7 +378,7 @@ class SubscriptionActor:
             vouched = await vouch(self.db, request.customer_code)
             if not isinstance(vouched, Vouched):
                 return ApproveResult(vouched, sub)
-            return await self._activate(sub, vouched, now)
+            return await self._activate(sub, vouched, now, request.answer)
         # The same reservation, comparison and lockout per code as a session's confirm.
         # Its slot is released on any exit that did not settle it (a crash included).
         async with authorize(
@@ -384,7 +390,11 @@ class SubscriptionActor:
             return await self._activate(sub, authorized, now)
 
     async def _activate(
-        self, sub: Subscription, authorized: Authorized | Vouched, now: int
+        self,
+        sub: Subscription,
+        authorized: Authorized | Vouched,
+        now: int,
+        answer: Callable[[Subscription], Completion | None] = _unanswered,
     ) -> ApproveResult:
         # Two events of one change, each with its own sequence: activated, then charged.
         event_types = ("subscription.activated", "subscription.charged")
@@ -395,7 +405,9 @@ class SubscriptionActor:
         charge = self._charge(sub, authorized.code, now)
         events = self._events(sub, after, event_types, charge)
         if isinstance(authorized, Vouched):  # a test helper's: no attempt to settle
-            written = await self.db.write(subscription_rows.approve, sub, after, charge, events)
+            written = await self.db.write(
+                subscription_rows.approve_answered, sub, after, charge, events, answer(after)
+            )
         else:
             written = await authorized.settle(
                 self.db,
@@ -524,12 +536,20 @@ class Subscriptions:
         return await self.host.ask(KIND, subscription_id, Approve(customer_code, pin))
 
     async def test_approve(
-        self, merchant_id: str, subscription_id: str, customer_code: str
+        self,
+        merchant_id: str,
+        subscription_id: str,
+        customer_code: str,
+        answer: Callable[[Subscription], Completion | None] = _unanswered,
     ) -> ApproveResult:
         """A test helper approves the merchant's subscription as the test customer
-        `customer_code` (no PIN: `TestApprove`); 404 `subscription_not_found` as `get`."""
+        `customer_code` (no PIN: `TestApprove`), storing `answer(active)` with the
+        approval; 404 `subscription_not_found` as `get`."""
         await self.get(merchant_id, subscription_id)
-        return await self.host.ask(KIND, subscription_id, TestApprove(customer_code))
+        result = await self.host.ask(KIND, subscription_id, TestApprove(customer_code, answer))
+        if isinstance(result, IdempotencyLost):
+            raise result
+        return result
 
     async def act(self, subscription_id: str) -> Subscription | None:
         """Do everything due now; the subscription after it (None once it is gone)."""

@@ -11,15 +11,11 @@ from fgcpay.web.plumbing import current_service, principal
 from fgcpay.web.responses import JSON_TYPE, dump
 from quart import Blueprint, Response
 
-from .idempotency import idempotent
+from .idempotency import decided_by, idempotent
 from .operations import operation
 
 blueprint = Blueprint("test_helpers", __name__, url_prefix="/api/v1/test_helpers")
 TAG = "Test helpers"
-
-
-def _answer(status: int, body: object) -> Response:
-    return Response(dump(body), status=status, headers={"Content-Type": JSON_TYPE})
 
 
 @blueprint.post("/checkout/sessions/<session_id>/pay")
@@ -50,8 +46,12 @@ async def pay_session(session_id: str) -> Response:
     code = test_helpers.parse_customer_code(
         test_helpers.TestPayBody, await json_object(allow_empty=True)
     )
-    paid = await flows.pay(service, merchant_id, session_id, code)
-    return _answer(200, checkout.to_json(paid, service.settings.public_url))
+    # The 200 is stored with the payment's write: a retry after a 503 replays it.
+    return await decided_by(
+        200,
+        lambda answer: flows.pay(service, merchant_id, session_id, code, answer),
+        lambda paid: checkout.to_json(paid, service.settings.public_url),
+    )
 
 
 @blueprint.post("/checkout/sessions/<session_id>/expire")
@@ -75,8 +75,11 @@ async def pay_session(session_id: str) -> Response:
 async def expire_session(session_id: str) -> Response:
     await no_body()
     service, merchant_id = current_service(), principal().merchant.id
-    expired = await flows.expire(service, merchant_id, session_id)
-    return _answer(200, checkout.to_json(expired, service.settings.public_url))
+    return await decided_by(
+        200,
+        lambda answer: flows.expire(service, merchant_id, session_id, answer),
+        lambda expired: checkout.to_json(expired, service.settings.public_url),
+    )
 
 
 @blueprint.post("/subscriptions/<subscription_id>/approve")
@@ -106,8 +109,11 @@ async def approve_subscription(subscription_id: str) -> Response:
     code = test_helpers.parse_customer_code(
         test_helpers.TestApproveBody, await json_object(allow_empty=True)
     )
-    approved = await flows.approve(service, merchant_id, subscription_id, code)
-    return _answer(200, subscriptions.to_json(approved, service.settings.public_url))
+    return await decided_by(
+        200,
+        lambda answer: flows.approve(service, merchant_id, subscription_id, code, answer),
+        lambda active: subscriptions.to_json(active, service.settings.public_url),
+    )
 
 
 @blueprint.post("/triggers")
@@ -138,4 +144,6 @@ async def create_trigger() -> Response:
     service, merchant_id = current_service(), principal().merchant.id
     asked = test_helpers.parse_trigger(await json_object())
     done = await triggers.trigger(service, merchant_id, asked.event_type, asked.object_id)
-    return _answer(201, done.to_json())
+    # Many writes, not one: the 201 is stored after them (`idempotent`), so a retry after
+    # a 503 runs the trigger afresh.
+    return Response(dump(done.to_json()), status=201, headers={"Content-Type": JSON_TYPE})

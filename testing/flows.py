@@ -6,7 +6,8 @@ resource as changed, or raises the error the API answers."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 from fgcpay.actors import authorization
 from fgcpay.actors.checkout_session import PAID, CheckoutSessions
@@ -14,8 +15,9 @@ from fgcpay.actors.refunds import Refunds
 from fgcpay.actors.subscription import APPROVED, OUT_OF_TIME, Subscriptions
 from fgcpay.actors.test_clocks import TestClocks
 from fgcpay.core.clock import Clock
-from fgcpay.domain import checkout, errors
+from fgcpay.domain import errors
 from fgcpay.domain.checkout import CheckoutSession
+from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.subscriptions import Subscription
 from fgcpay.domain.test_helpers import (
     CheckoutSessionNotOpen,
@@ -23,6 +25,8 @@ from fgcpay.domain.test_helpers import (
     SubscriptionNotApprovable,
 )
 from fgcpay.storage import Database
+
+T = TypeVar("T")
 
 
 class Flows(Protocol):
@@ -69,12 +73,24 @@ def _not_open(session: CheckoutSession) -> CheckoutSessionNotOpen:
     )
 
 
+Answer = Callable[[T], Completion | None]
+
+
+def _unanswered(resource: object) -> Completion | None:
+    return None
+
+
 async def pay(
-    flows: Flows, merchant_id: str, session_id: str, customer_code: str
+    flows: Flows,
+    merchant_id: str,
+    session_id: str,
+    customer_code: str,
+    answer: Answer[CheckoutSession] = _unanswered,
 ) -> CheckoutSession:
-    """Pay the merchant's session as `customer_code`: the session, `paid`. 404, 402
+    """Pay the merchant's session as `customer_code`, storing `answer(paid)` (the request's
+    idempotent answer) with the payment: the session, `paid`. 404, 402
     `payment_declined`, 409 `checkout_session_not_open`."""
-    result = await flows.checkout.test_pay(merchant_id, session_id, customer_code)
+    result = await flows.checkout.test_pay(merchant_id, session_id, customer_code, answer)
     if result.outcome == PAID:
         return result.session
     refused = _refusal(result.outcome)
@@ -83,25 +99,32 @@ async def pay(
     raise _not_open(result.session)
 
 
-async def expire(flows: Flows, merchant_id: str, session_id: str) -> CheckoutSession:
-    """Expire the merchant's session now: the session, `expired`. 404, 409
-    `checkout_session_not_open` unless it was `created`."""
-    before = await flows.checkout.get(merchant_id, session_id)
-    after = await flows.checkout.expire_now(merchant_id, session_id)
-    # Expired just now by us, or already by the sweep meanwhile: either way no longer open.
-    if after.status == checkout.EXPIRED and before.status == checkout.CREATED:
-        return after
-    raise _not_open(after)
+async def expire(
+    flows: Flows,
+    merchant_id: str,
+    session_id: str,
+    answer: Answer[CheckoutSession] = _unanswered,
+) -> CheckoutSession:
+    """Expire the merchant's session now, storing `answer(expired)` with it: the session,
+    `expired`. 404, 409 `checkout_session_not_open` unless it was `created`."""
+    return await flows.checkout.expire_now(merchant_id, session_id, answer)
 
 
 async def approve(
-    flows: Flows, merchant_id: str, subscription_id: str, customer_code: str
+    flows: Flows,
+    merchant_id: str,
+    subscription_id: str,
+    customer_code: str,
+    answer: Answer[Subscription] = _unanswered,
 ) -> Subscription:
-    """Approve the merchant's subscription as `customer_code`: the subscription, `active`,
-    its first interval charged. 404 `subscription_not_found`, 402 `payment_declined`, 409
-    `subscription_not_approvable` unless `paused`, 400 on `test_clock` when its first
-    period would end after the time range."""
-    result = await flows.subscriptions.test_approve(merchant_id, subscription_id, customer_code)
+    """Approve the merchant's subscription as `customer_code`, storing `answer(active)`
+    with the approval: the subscription, `active`, its first interval charged. 404
+    `subscription_not_found`, 402 `payment_declined`, 409 `subscription_not_approvable`
+    unless `paused`, 400 on `test_clock` when its first period would end after the time
+    range."""
+    result = await flows.subscriptions.test_approve(
+        merchant_id, subscription_id, customer_code, answer
+    )
     if result.outcome == APPROVED:
         return result.subscription
     refused = _refusal(result.outcome)

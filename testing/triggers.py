@@ -39,6 +39,7 @@ _WORDS = {SESSION: "a checkout session", SUBSCRIPTION: "a subscription", REFUND:
 # What the trigger makes: a small one-time payment, a daily subscription (a clock-driven
 # trigger advances its clock one day).
 _AMOUNT = "10.00"
+_CURRENCY = "FGC"
 _URLS = {"success_url": "https://example.com/success", "cancel_url": "https://example.com/cancel"}
 DAY_US = 86_400 * 1_000_000
 RENEWALS_DECLINED_CUSTOMER = "TEST-0004"
@@ -177,7 +178,12 @@ class _Run:
         return await self._on_a_clock(event_type)
 
     async def _session(self) -> str:
-        body = {"amount_fgc": _AMOUNT, "description": "Triggered payment", **_URLS}
+        body = {
+            "amount_fgc": _AMOUNT,
+            "currency": _CURRENCY,
+            "description": "Triggered payment",
+            **_URLS,
+        }
         session = self.parts.checkout.build(checkout.parse_create(body), self.merchant_id)
         await self.parts.checkout.create(session, None)
         self.marks.append((session.id, 0))
@@ -186,6 +192,7 @@ class _Run:
     async def _subscription(self, extra: dict[str, str], at: int | None = None) -> Subscription:
         body = {
             "amount_fgc": _AMOUNT,
+            "currency": _CURRENCY,
             "interval": "daily",
             "description": "Triggered subscription",
             "merchant_customer_reference": "trigger",

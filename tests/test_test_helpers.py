@@ -42,7 +42,11 @@ async def test_pay_makes_the_hosted_pages_payment_and_its_webhook(
     paid = await merchant.post(f"/test_helpers/checkout/sessions/{session['id']}/pay")
     assert paid.status_code == 200, paid.text
     body = paid.json()
-    assert (body["id"], body["status"], body["object"]) == (session["id"], "paid", "checkout_session")
+    assert (body["id"], body["status"], body["object"]) == (
+        session["id"],
+        "paid",
+        "checkout_session",
+    )
     assert body["paid_at"] is not None
 
     ledger = (await merchant.get("/transactions")).json()["data"]
