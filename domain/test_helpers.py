@@ -170,7 +170,7 @@ PLANS: dict[str, Plan] = {
     ),
     "checkout.session.expired": Plan(SESSION, "expires it now", "creates a session and expires it"),
     "subscription.created": Plan(
-        None, "", "creates a monthly subscription of 10.00 FGC (`paused`)"
+        None, "", "creates a daily subscription of 10.00 FGC (`paused`)"
     ),
     "subscription.activated": Plan(
         SUBSCRIPTION,
@@ -196,11 +196,11 @@ PLANS: dict[str, Plan] = {
         None,
         "",
         "creates a subscription on a new test clock with an `end_date` one day in, approves"
-        " it and advances the clock past it",
+        " it and advances the clock to that day",
     ),
     "refund.created": Plan(
         SESSION,
-        "refunds the paid session in full",
+        "refunds the rest of its payment not yet refunded",
         "creates a session, pays it and refunds it",
     ),
     "refund.approved": Plan(
