@@ -169,9 +169,7 @@ PLANS: dict[str, Plan] = {
         SESSION, "pays it as `TEST-0001`", "creates a session of 10.00 FGC and pays it"
     ),
     "checkout.session.expired": Plan(SESSION, "expires it now", "creates a session and expires it"),
-    "subscription.created": Plan(
-        None, "", "creates a daily subscription of 10.00 FGC (`paused`)"
-    ),
+    "subscription.created": Plan(None, "", "creates a daily subscription of 10.00 FGC (`paused`)"),
     "subscription.activated": Plan(
         SUBSCRIPTION,
         "approves it as `TEST-0001` (with its first `subscription.charged`)",

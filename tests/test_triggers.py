@@ -256,3 +256,19 @@ async def test_the_trigger_command_makes_the_events_the_service_delivers(
     nobody = await fgcpay("checkout.session.paid", "--merchant", "mer_" + "0" * 16)
     assert nobody.returncode == 2
     assert nobody.stderr.decode().splitlines()[-1] == "fgcpay: no merchant mer_0000000000000000"
+
+
+def test_the_api_reference_has_the_table_the_triggers_follow() -> None:
+    """docs/api.md's trigger table: one row per event type, in the contract's order, saying
+    what `PLANS` (the code's table) does."""
+    from pathlib import Path
+
+    from fgcpay.domain.test_helpers import PLANS
+
+    api = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    rows = [line for line in api.splitlines() if line.startswith("| `") and "trigger" not in line]
+    typed = [row for row in rows if row.split("`")[1] in PLANS]
+    assert [row.split("`")[1] for row in typed] == list(EVENT_TYPES)
+    for row, plan in zip(typed, PLANS.values(), strict=True):
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[1:3] == [plan.makes, plan.on_object or "-"], row
