@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import attrs
 import trio
-from fgcpay.domain import checkout, errors, refunds, subscriptions
+from fgcpay.domain import checkout, errors, limits, refunds, subscriptions
 from fgcpay.domain import test_clocks as clock_rules
 from fgcpay.domain.refunds import RefundRequest
 from fgcpay.domain.subscriptions import Subscription
@@ -24,6 +24,7 @@ from fgcpay.domain.test_helpers import (
 )
 from fgcpay.domain.times import iso_ms
 from fgcpay.storage import caused_events
+from fgcpay.storage import limits as limit_counts
 from fgcpay.storage import test_clocks as clock_rows
 
 from . import flows
@@ -143,6 +144,19 @@ class _Run:
         return refund.id
 
     async def _refund(self, session_id: str) -> str:
+        # The bound `POST /refunds` keeps (http/refunds.py), on the field naming the payment.
+        most = limits.MAX_REFUNDS_PER_PAYMENT
+        count = await self.parts.db.read(
+            limit_counts.refunds_of_session, self.merchant_id, session_id
+        )
+        if count >= most:
+            raise errors.ValidationFailed(
+                [
+                    errors.FieldError(
+                        "object", f"This payment has {most} refunds, the most one may have."
+                    )
+                ]
+            )
         made = await self.parts.refunds.create(
             self.merchant_id, RefundRequest(session_id, None, None, None, "{}")
         )
