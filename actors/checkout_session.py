@@ -55,11 +55,11 @@ def _unanswered(session: CheckoutSession) -> Completion | None:
 
 
 @attrs.frozen
-class ExpireNow(Message[CheckoutSession | IdempotencyLost]):
+class ExpireNow(Message[CheckoutSession | errors.ServiceError | IdempotencyLost]):
     """A test helper expires the session now, before `expires_at` (which becomes now),
     storing `answer(expired)` (the request's idempotent answer) with it. Replied with the
-    session expired, or the lost Idempotency-Key (replied, not raised); raises 409
-    `checkout_session_not_open` unless it was `created`."""
+    session expired, 409 `checkout_session_not_open` unless it was `created`, or the lost
+    Idempotency-Key (replied, not raised, so that a state read meanwhile is kept)."""
 
     answer: Callable[[CheckoutSession], Completion | None] = attrs.field(
         eq=False, default=_unanswered
@@ -153,11 +153,7 @@ class CheckoutSessionActor:
             state = await self._expire(state)
             return state, state
         if isinstance(message, ExpireNow):
-            try:
-                state = await self._expire_now(state, message)
-            except IdempotencyLost as lost:
-                return state, lost  # nothing written
-            return state, state
+            return await self._expire_now(state, message)
         if isinstance(message, Confirm | TestPay):
             try:
                 result = await self._confirm(state, message)
@@ -179,6 +175,7 @@ class CheckoutSessionActor:
             vouched = await vouch(self.db, request.customer_code)
             if not isinstance(vouched, Vouched):
                 return ConfirmResult(vouched, session)
+            answer = request.answer
 
             async def pay_answered(
                 before: CheckoutSession,
@@ -191,7 +188,6 @@ class CheckoutSessionActor:
                     checkout_sessions.pay_answered, before, payment, now, event, answer(paid)
                 )
 
-            answer = request.answer  # narrowed: the request is a TestPay here
             return await self._pay(session, vouched.code, now, pay_answered)
         # The PIN slot reserved is released on any exit that did not settle it.
         async with authorize(
@@ -247,7 +243,10 @@ class CheckoutSessionActor:
         fresh = await self.db.read(checkout_sessions.by_id, session.id)
         return ConfirmResult(ALREADY_FINAL, fresh if fresh is not None else session)
 
-    async def _expire_now(self, session: CheckoutSession, request: ExpireNow) -> CheckoutSession:
+    async def _expire_now(
+        self, session: CheckoutSession, request: ExpireNow
+    ) -> tuple[CheckoutSession | None, CheckoutSession | errors.ServiceError | IdempotencyLost]:
+        """The new state, and the reply (see `ExpireNow`)."""
         current: CheckoutSession | None = session
         while current is not None and checkout.STATES.allows(current.status, checkout.EXPIRED):
             now = self.clock.now_us()
@@ -260,16 +259,19 @@ class CheckoutSessionActor:
                 expires_at=min(now, current.expires_at),
             )
             event = self._event(expired, "checkout.session.expired", now)
-            written = await self.db.write(
-                checkout_sessions.expire_early, current, now, event, request.answer(expired)
-            )
+            try:
+                written = await self.db.write(
+                    checkout_sessions.expire_early, current, now, event, request.answer(expired)
+                )
+            except IdempotencyLost as lost:
+                return current, lost  # nothing written
             if written:
                 self.on_change(expired)
-                return expired
+                return expired, expired
             # Moved on meanwhile (paid, or expired by the sweep): decide on what is stored.
             current = await self.db.read(checkout_sessions.by_id, session.id)
         found = current if current is not None else session
-        raise CheckoutSessionNotOpen(
+        return current, CheckoutSessionNotOpen(
             f"The checkout session is {found.status}: only a `created` session can be expired.",
             {"id": found.id, "status": found.status},
         )
@@ -368,7 +370,7 @@ class CheckoutSessions:
         `checkout_session_not_open` unless it was `created`."""
         await self.get(merchant_id, session_id)
         result = await self.host.ask(KIND, session_id, ExpireNow(answer))
-        if isinstance(result, IdempotencyLost):
+        if isinstance(result, errors.ServiceError | IdempotencyLost):
             raise result
         return result
 
