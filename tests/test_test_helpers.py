@@ -11,6 +11,7 @@ from typing import Any
 
 import trio
 from helpers import MerchantClient, Server, add_endpoint, create, create_subscription
+from hosted import Customer, message
 from receiver import Receiver, start_receiver
 
 FAKE = "0" * 24
@@ -198,3 +199,27 @@ async def test_an_idempotency_key_replays_the_helpers_answer(server: Server) -> 
     conflict = await merchant.post(path, json={"customer_code": "TEST-0004"}, headers=keyed)
     assert conflict.status_code == 409 and conflict.json()["code"] == "idempotency_key_conflict"
     assert len(await _events(merchant, session["id"])) == 1
+
+
+async def test_the_helpers_leave_the_hosted_pages_pin_check_as_it_was(server: Server) -> None:
+    """Five wrong PINs lock TEST-0001 on the page; the helper, which compares no PIN, still
+    pays as it, and the page's lock is neither lifted nor counted by that."""
+    merchant = await server.merchant()
+    customer = Customer(server)
+    locked_session = await create(merchant)
+    for attempt in range(5):
+        wrong = await customer.pay(locked_session["id"], "TEST-0001", "0000")
+        assert ("locked" in (message(wrong) or "")) == (attempt == 4), wrong.text
+    refused = await customer.pay(locked_session["id"], "TEST-0001", "1234")
+    assert "locked" in (message(refused) or ""), refused.text
+
+    other = await create(merchant)
+    paid = await merchant.post(f"/test_helpers/checkout/sessions/{other['id']}/pay")
+    assert paid.status_code == 200 and paid.json()["status"] == "paid", paid.text
+
+    still = await customer.pay(locked_session["id"], "TEST-0001", "1234")
+    assert "locked" in (message(still) or ""), still.text
+    assert (await merchant.get(f"/checkout/sessions/{locked_session['id']}")).json()[
+        "status"
+    ] == "created"
+    await customer.close()
