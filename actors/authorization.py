@@ -190,3 +190,30 @@ async def _release(db: Database, slot: _Slot) -> None:
             logging.WARNING,
             error_type=failure,
         )
+
+
+@attrs.frozen
+class Vouched:
+    """A test customer a test helper pays or approves as (`POST /test_helpers/...`): the
+    merchant's own API key vouches for it, so no PIN is asked or compared and no attempt is
+    reserved or counted (the hosted page's check is untouched: only this path skips it).
+    The charge's write needs no attempt settled with it."""
+
+    code: str
+
+
+async def vouch(db: Database, customer_code: str) -> Vouched | str:
+    """The test customer `customer_code` paying without a PIN: `Vouched`, or the outcome
+    refusing it as the page would (`DECLINED`, `BLOCKED`), with nothing written; an unknown
+    code, or one that is not a documented test customer, is `WRONG_CREDENTIALS`."""
+    code = customers.normalize_code(customer_code)
+    if code not in customers.PER_MERCHANT_CODES:
+        return WRONG_CREDENTIALS
+    customer = await db.read(customer_rows.by_code, code)
+    if customer is None:
+        return WRONG_CREDENTIALS
+    if customers.pays(customer.outcome):
+        return Vouched(code)
+    if customer.outcome == customers.INSUFFICIENT_FUNDS:
+        return DECLINED
+    return BLOCKED

@@ -4,7 +4,7 @@ operations the HTTP layer calls."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from decimal import Decimal
 from typing import Any
 
@@ -14,13 +14,14 @@ from fgcpay.core.logs import log_event
 from fgcpay.domain import checkout, errors, ids, money
 from fgcpay.domain.checkout import CheckoutRequest, CheckoutSession
 from fgcpay.domain.events import Event, new_event
-from fgcpay.domain.idempotency import Completion
+from fgcpay.domain.idempotency import Completion, IdempotencyLost
+from fgcpay.domain.test_helpers import CheckoutSessionNotOpen
 from fgcpay.domain.transactions import PAYMENT, Transaction
 from fgcpay.storage import Database, checkout_sessions
 from fgcpay.storage.owned import OwnedRows
 
 from ._runtime import ActorHost, Message
-from .authorization import ALREADY_FINAL, MESSAGES, Authorized, authorize
+from .authorization import ALREADY_FINAL, MESSAGES, Authorized, Vouched, authorize, vouch
 from .refund_desk import RefundDesk
 
 KIND = "checkout_session"
@@ -49,6 +50,22 @@ class Expire(Message[CheckoutSession]):
     session after it."""
 
 
+def _unanswered(session: CheckoutSession) -> Completion | None:
+    return None
+
+
+@attrs.frozen
+class ExpireNow(Message[CheckoutSession | errors.ServiceError | IdempotencyLost]):
+    """A test helper expires the session now, before `expires_at` (which becomes now),
+    storing `answer(expired)` (the request's idempotent answer) with it. Replied with the
+    session expired, 409 `checkout_session_not_open` unless it was `created`, or the lost
+    Idempotency-Key (replied, not raised, so that a state read meanwhile is kept)."""
+
+    answer: Callable[[CheckoutSession], Completion | None] = attrs.field(
+        eq=False, default=_unanswered
+    )
+
+
 @attrs.frozen
 class Snapshot(Message[CheckoutSession]):
     """Reply with the session as the actor holds it."""
@@ -60,6 +77,26 @@ class Confirm(Message[ConfirmResult]):
 
     customer_code: str
     pin: str = attrs.field(repr=False)  # never in a repr, a log line or an error
+
+
+@attrs.frozen
+class TestPay(Message[ConfirmResult | IdempotencyLost]):
+    """A test helper pays as the test customer `customer_code`, vouched for by the
+    merchant's API key (`authorization.vouch`): no PIN; the rest as `Confirm`. The paid
+    session's `answer` (the request's idempotent answer) is stored with the payment; a
+    lost Idempotency-Key is replied, not raised."""
+
+    __test__ = False  # a message, not a test class for pytest to collect
+
+    customer_code: str
+    answer: Callable[[CheckoutSession], Completion | None] = attrs.field(
+        eq=False, default=_unanswered
+    )
+
+
+# The payment's conditional write, given the session before and after, the payment, the
+# time and the event: with the PIN attempt settled (the page) or without one (a helper).
+_PayWrite = Callable[[CheckoutSession, CheckoutSession, Transaction, int, Event], Awaitable[bool]]
 
 
 Listener = Callable[[CheckoutSession], None]
@@ -115,20 +152,43 @@ class CheckoutSessionActor:
         if isinstance(message, Expire):
             state = await self._expire(state)
             return state, state
-        if isinstance(message, Confirm):
-            result = await self._confirm(state, message)
+        if isinstance(message, ExpireNow):
+            return await self._expire_now(state, message)
+        if isinstance(message, Confirm | TestPay):
+            try:
+                result = await self._confirm(state, message)
+            except IdempotencyLost as lost:
+                return state, lost  # nothing written
             return result.session, result
         if self.refunds is not None and self.refunds.handles(message):
             return state, await self.refunds.receive(message)
         raise TypeError(f"unexpected message {message!r}")
 
-    async def _confirm(self, session: CheckoutSession, request: Confirm) -> ConfirmResult:
+    async def _confirm(self, session: CheckoutSession, request: Confirm | TestPay) -> ConfirmResult:
         now = self.clock.now_us()
         if not checkout.STATES.allows(session.status, checkout.PAID):
             return ConfirmResult(ALREADY_FINAL, session)
         if session.is_expired_at(now):
             # Never payable past expires_at, whether or not the sweep has run.
             return ConfirmResult(ALREADY_FINAL, await self._expire(session))
+        if isinstance(request, TestPay):
+            vouched = await vouch(self.db, request.customer_code)
+            if not isinstance(vouched, Vouched):
+                return ConfirmResult(vouched, session)
+            answer = request.answer
+
+            async def pay_answered(
+                before: CheckoutSession,
+                paid: CheckoutSession,
+                payment: Transaction,
+                now: int,
+                event: Event,
+            ) -> bool:
+                return await self.db.write(
+                    checkout_sessions.pay_answered, before, payment, now, event, answer(paid)
+                )
+
+            return await self._pay(session, vouched.code, now, pay_answered)
         # The PIN slot reserved is released on any exit that did not settle it.
         async with authorize(
             self.db, self.clock, self.secret_key, session.merchant_id, request.customer_code,
@@ -136,17 +196,36 @@ class CheckoutSessionActor:
         ) as authorized:  # fmt: skip
             if not isinstance(authorized, Authorized):
                 return ConfirmResult(authorized, session)
-            return await self._pay(session, authorized, now)
+
+            async def settle_and_pay(
+                session: CheckoutSession,
+                paid: CheckoutSession,
+                payment: Transaction,
+                now: int,
+                event: Event,
+            ) -> bool:
+                return await authorized.settle(
+                    self.db,
+                    checkout_sessions.settle_and_pay,
+                    authorized.scope,
+                    authorized.code,
+                    session,
+                    payment,
+                    now,
+                    event,
+                )
+
+            return await self._pay(session, authorized.code, now, settle_and_pay)
 
     async def _pay(
-        self, session: CheckoutSession, authorized: Authorized, now: int
+        self, session: CheckoutSession, code: str, now: int, write: _PayWrite
     ) -> ConfirmResult:
         payment = Transaction(
             id=ids.transaction_id(),
             merchant_id=session.merchant_id,
             kind=PAYMENT,
             checkout_session_id=session.id,
-            customer_code=authorized.code,
+            customer_code=code,
             amount_minor=session.amount_minor,
             currency=money.CURRENCY,
             created_at=now,
@@ -156,22 +235,46 @@ class CheckoutSessionActor:
             session, status=pay.target, version=session.version + 1, updated_at=now, paid_at=now
         )
         event = self._event(paid, "checkout.session.paid", now)
-        # The attempt settles in the same transaction as the payment: one commit.
-        if await authorized.settle(
-            self.db,
-            checkout_sessions.settle_and_pay,
-            authorized.scope,
-            authorized.code,
-            session,
-            payment,
-            now,
-            event,
-        ):
+        # On the page the attempt settles in the same transaction as the payment: one commit.
+        if await write(session, paid, payment, now, event):
             self.on_change(paid)
             return ConfirmResult(PAID, paid)
         # Another process moved it on first (paid or expired): storage decided.
         fresh = await self.db.read(checkout_sessions.by_id, session.id)
         return ConfirmResult(ALREADY_FINAL, fresh if fresh is not None else session)
+
+    async def _expire_now(
+        self, session: CheckoutSession, request: ExpireNow
+    ) -> tuple[CheckoutSession | None, CheckoutSession | errors.ServiceError | IdempotencyLost]:
+        """The new state, and the reply (see `ExpireNow`)."""
+        current: CheckoutSession | None = session
+        while current is not None and checkout.STATES.allows(current.status, checkout.EXPIRED):
+            now = self.clock.now_us()
+            # Expired ahead of time: it expired now, and `expires_at` says so.
+            expired = attrs.evolve(
+                current,
+                status=checkout.EXPIRED,
+                version=current.version + 1,
+                updated_at=now,
+                expires_at=min(now, current.expires_at),
+            )
+            event = self._event(expired, "checkout.session.expired", now)
+            try:
+                written = await self.db.write(
+                    checkout_sessions.expire_early, current, now, event, request.answer(expired)
+                )
+            except IdempotencyLost as lost:
+                return current, lost  # nothing written
+            if written:
+                self.on_change(expired)
+                return expired, expired
+            # Moved on meanwhile (paid, or expired by the sweep): decide on what is stored.
+            current = await self.db.read(checkout_sessions.by_id, session.id)
+        found = current if current is not None else session
+        return current, CheckoutSessionNotOpen(
+            f"The checkout session is {found.status}: only a `created` session can be expired.",
+            {"id": found.id, "status": found.status},
+        )
 
     async def _expire(self, session: CheckoutSession) -> CheckoutSession:
         now = self.clock.now_us()
@@ -239,6 +342,37 @@ class CheckoutSessions:
     async def confirm(self, session_id: str, customer_code: str, pin: str) -> ConfirmResult:
         """The customer authorizes with code and PIN; the session's actor decides."""
         return await self.host.ask(KIND, session_id, Confirm(customer_code, pin))
+
+    async def test_pay(
+        self,
+        merchant_id: str,
+        session_id: str,
+        customer_code: str,
+        answer: Callable[[CheckoutSession], Completion | None] = _unanswered,
+    ) -> ConfirmResult:
+        """A test helper pays the merchant's session as the test customer `customer_code`
+        (no PIN: `TestPay`), storing `answer(paid)` with the payment; 404 for an unknown
+        session or another merchant's."""
+        await self.get(merchant_id, session_id)
+        result = await self.host.ask(KIND, session_id, TestPay(customer_code, answer))
+        if isinstance(result, IdempotencyLost):
+            raise result
+        return result
+
+    async def expire_now(
+        self,
+        merchant_id: str,
+        session_id: str,
+        answer: Callable[[CheckoutSession], Completion | None] = _unanswered,
+    ) -> CheckoutSession:
+        """A test helper expires the merchant's session now (`created` -> `expired`),
+        storing `answer(expired)` with it; the session expired. 404 as `get`, 409
+        `checkout_session_not_open` unless it was `created`."""
+        await self.get(merchant_id, session_id)
+        result = await self.host.ask(KIND, session_id, ExpireNow(answer))
+        if isinstance(result, errors.ServiceError | IdempotencyLost):
+            raise result
+        return result
 
     async def settled(self, session_id: str) -> CheckoutSession | None:
         """The session as it is once its actor has handled what it had queued.

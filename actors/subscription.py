@@ -23,7 +23,7 @@ from fgcpay.storage import test_clocks as clock_rows
 from fgcpay.storage.owned import OwnedRows
 
 from ._runtime import ActorHost, Message
-from .authorization import ALREADY_FINAL, MESSAGES, Authorized, authorize
+from .authorization import ALREADY_FINAL, MESSAGES, Authorized, Vouched, authorize, vouch
 from .refund_desk import RefundDesk
 
 KIND = "subscription"
@@ -69,6 +69,19 @@ class Approve(Message[ApproveResult]):
 
 def _unanswered(sub: Subscription) -> Completion | None:
     return None
+
+
+@attrs.frozen
+class TestApprove(Message[ApproveResult | IdempotencyLost]):
+    """A test helper approves as the test customer `customer_code`, vouched for by the
+    merchant's API key (`authorization.vouch`): no PIN; the rest as `Approve`. The active
+    subscription's `answer` (the request's idempotent answer) is stored with the
+    approval; a lost Idempotency-Key is replied, not raised."""
+
+    __test__ = False  # a message, not a test class for pytest to collect
+
+    customer_code: str
+    answer: Callable[[Subscription], Completion | None] = attrs.field(eq=False, default=_unanswered)
 
 
 @attrs.frozen
@@ -176,8 +189,11 @@ class SubscriptionActor:
             return state, state
         if isinstance(message, Cancel):
             return await self._cancel(state, message)
-        if isinstance(message, Approve):
-            result = await self._approve(state, message)
+        if isinstance(message, Approve | TestApprove):
+            try:
+                result = await self._approve(state, message)
+            except IdempotencyLost as lost:
+                return state, lost  # nothing written
             return result.subscription, result
         raise TypeError(f"unexpected message {message!r}")
 
@@ -351,13 +367,18 @@ class SubscriptionActor:
 
     # -- Approve --------------------------------------------------------------------------
 
-    async def _approve(self, sub: Subscription, request: Approve) -> ApproveResult:
+    async def _approve(self, sub: Subscription, request: Approve | TestApprove) -> ApproveResult:
         now = await self._now(sub)
         if now is None or not periods.approvable(sub, now):
             return ApproveResult(ALREADY_FINAL, sub)
         if not periods.first_period_fits(sub, now):
             # Refused before the PIN is compared: nothing reserved, nothing to settle.
             return ApproveResult(OUT_OF_TIME, sub)
+        if isinstance(request, TestApprove):
+            vouched = await vouch(self.db, request.customer_code)
+            if not isinstance(vouched, Vouched):
+                return ApproveResult(vouched, sub)
+            return await self._activate(sub, vouched, now, request.answer)
         # The same reservation, comparison and lockout per code as a session's confirm.
         # Its slot is released on any exit that did not settle it (a crash included).
         async with authorize(
@@ -368,7 +389,13 @@ class SubscriptionActor:
                 return ApproveResult(authorized, sub)
             return await self._activate(sub, authorized, now)
 
-    async def _activate(self, sub: Subscription, authorized: Authorized, now: int) -> ApproveResult:
+    async def _activate(
+        self,
+        sub: Subscription,
+        authorized: Authorized | Vouched,
+        now: int,
+        answer: Callable[[Subscription], Completion | None] = _unanswered,
+    ) -> ApproveResult:
         # Two events of one change, each with its own sequence: activated, then charged.
         event_types = ("subscription.activated", "subscription.charged")
         step = periods.sequenced(
@@ -377,17 +404,23 @@ class SubscriptionActor:
         after = step.subscription
         charge = self._charge(sub, authorized.code, now)
         events = self._events(sub, after, event_types, charge)
-        if await authorized.settle(
-            self.db,
-            subscription_rows.settle_and_approve,
-            authorized.scope,
-            authorized.code,
-            self.clock.now_us(),
-            sub,
-            after,
-            charge,
-            events,
-        ):
+        if isinstance(authorized, Vouched):  # a test helper's: no attempt to settle
+            written = await self.db.write(
+                subscription_rows.approve_answered, sub, after, charge, events, answer(after)
+            )
+        else:
+            written = await authorized.settle(
+                self.db,
+                subscription_rows.settle_and_approve,
+                authorized.scope,
+                authorized.code,
+                self.clock.now_us(),
+                sub,
+                after,
+                charge,
+                events,
+            )
+        if written:
             self.on_change(after)
             return ApproveResult(APPROVED, after)
         fresh = await self._reload(sub)
@@ -501,6 +534,22 @@ class Subscriptions:
     async def approve(self, subscription_id: str, customer_code: str, pin: str) -> ApproveResult:
         """The customer approves with code and PIN; the subscription's actor decides."""
         return await self.host.ask(KIND, subscription_id, Approve(customer_code, pin))
+
+    async def test_approve(
+        self,
+        merchant_id: str,
+        subscription_id: str,
+        customer_code: str,
+        answer: Callable[[Subscription], Completion | None] = _unanswered,
+    ) -> ApproveResult:
+        """A test helper approves the merchant's subscription as the test customer
+        `customer_code` (no PIN: `TestApprove`), storing `answer(active)` with the
+        approval; 404 `subscription_not_found` as `get`."""
+        await self.get(merchant_id, subscription_id)
+        result = await self.host.ask(KIND, subscription_id, TestApprove(customer_code, answer))
+        if isinstance(result, IdempotencyLost):
+            raise result
+        return result
 
     async def act(self, subscription_id: str) -> Subscription | None:
         """Do everything due now; the subscription after it (None once it is gone)."""

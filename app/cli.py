@@ -124,6 +124,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         review.add_argument("--merchant", required=True, help="merchant id (mer_...)")
         review.add_argument("--refund", required=True, help="refund id (re_test_...)")
 
+    fire = subcommands.add_parser(
+        "trigger",
+        help="test mode: make an event of any type through the real flows (delivered by the"
+        " running service)",
+    )
+    fire.add_argument("event_type", help="an event type, e.g. checkout.session.paid")
+    fire.add_argument("--merchant", required=True, help="merchant id (mer_...)")
+    fire.add_argument(
+        "--object", help="one of its sessions, subscriptions or refunds (else new ones)"
+    )
+
     ledger = subcommands.add_parser("ledger", help="the transaction ledger")
     ledger_commands = ledger.add_subparsers(dest="action", required=True)
     verify = ledger_commands.add_parser(
@@ -293,6 +304,8 @@ def _run(args: argparse.Namespace) -> int:
         return trio.run(commands.webhook_check, settings, args.endpoint)
     if args.command == "refund":
         return trio.run(commands.refund_review, settings, args.merchant, args.refund, args.action)
+    if args.command == "trigger":
+        return trio.run(commands.trigger, settings, args.merchant, args.event_type, args.object)
     if args.command == "ledger" and args.action == "verify":
         return trio.run(commands.ledger_verify, settings, args.merchant)
     if args.command == "customer" and args.action == "unlock":

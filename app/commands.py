@@ -1,5 +1,5 @@
 """The operator commands that read or change what the database holds (`fgcpay merchant`,
-`key`, `webhook-endpoint`, `event`, `webhook`, `refund`, `ledger`, `customer`): each opens
+`key`, `webhook-endpoint`, `event`, `webhook`, `refund`, `ledger`, `customer`, `trigger`): each opens
 the database (`fgcpay.startup`), does its action through `fgcpay.admin` (or storage's
 reads), and prints what it did as JSON, one object a line, on standard output. A refusal
 is one line on standard error and exit status 2 (`ledger verify` exits 1 when it finds a
@@ -268,6 +268,32 @@ async def refund_review(settings: Settings, merchant_id: str, refund_id: str, de
         except ServiceError as error:
             return fail(f"{error.code}: {error.message}")
     print(json.dumps(to_json(refund)))
+    return 0
+
+
+async def trigger(
+    settings: Settings, merchant_id: str, event_type: str, object_id: str | None
+) -> int:
+    """`fgcpay trigger`: an event of `event_type` through the real flows, on the merchant's
+    `object_id` or on objects it makes; prints the trigger (its object and events)."""
+    from fgcpay.domain import test_helpers
+    from fgcpay.domain.errors import ServiceError, ValidationFailed
+    from fgcpay.testing.offline import TriggerInputError, trigger_offline
+
+    async with database(settings) as db:
+        try:
+            asked = test_helpers.parse_trigger({"event_type": event_type, "object": object_id})
+            done = await trigger_offline(
+                db, settings, merchant_id, asked.event_type, asked.object_id
+            )
+        except TriggerInputError as error:
+            return fail(str(error))
+        except ValidationFailed as error:
+            problems = "; ".join(f"{e.field}: {e.message}" for e in error.errors)
+            return fail(f"{error.code}: {problems}")
+        except ServiceError as error:
+            return fail(f"{error.code}: {error.message}")
+    print(json.dumps(done.to_json()))
     return 0
 
 

@@ -35,7 +35,8 @@ from . import core, report
 from .suite import Ctx, machine, machine_line, params, table
 
 SCENARIOS = ("create", "lists", "hosted", "webhooks", "renewals", "ledger", "refunds",
-             "subscriptions", "events", "dashboard", "memory", "receiver_check")  # fmt: skip
+             "subscriptions", "events", "dashboard", "memory", "receiver_check",
+             "triggers")  # fmt: skip
 
 
 def scenario(name: str) -> ModuleType:

@@ -22,6 +22,7 @@ from . import (
     refunds,
     subscriptions,
     test_clocks,
+    test_helpers,
     webhooks,
 )
 
@@ -33,6 +34,7 @@ BLUEPRINTS: tuple[Blueprint, ...] = (
     subscriptions.blueprint,
     test_clocks.blueprint,
     refunds.blueprint,
+    test_helpers.blueprint,
     ledger.blueprint,
     webhooks.blueprint,
     event_stream.blueprint,

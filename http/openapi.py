@@ -154,7 +154,7 @@ def _operation(
     if parameters:
         built["parameters"] = parameters
     if op.body is not None:
-        built["requestBody"] = _body(True, schemas[_key(op.body)])
+        built["requestBody"] = _body(not op.body_optional, schemas[_key(op.body)])
     elif op.no_body:
         built["requestBody"] = _body(False, {"$ref": REF.format(model="NoBody")})
     headers = parts.SUCCESS_HEADERS + op.headers

@@ -115,6 +115,13 @@ ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
         "`WWW-Authenticate: Bearer`.",
         ("WWW-Authenticate",),
     ),
+    402: (
+        "PaymentDeclined",
+        "402 `payment_declined`: a test helper paid or approved as a declining test "
+        'customer (details: `{"reason": "insufficient_funds"}` for `TEST-0002`, '
+        '`{"reason": "customer_blocked"}` for `TEST-0003`); nothing changed.',
+        (),
+    ),
     404: (
         "NotFound",
         "404 `not_found` (`subscription_not_found` for a subscription): unknown id, or one "
@@ -129,7 +136,10 @@ ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
         "`subscription_not_cancellable` (cancelling a `cancelled` or `ended` subscription); "
         "`test_clock_advancing` (advancing a clock whose last advance still runs); "
         "`checkout_session_not_paid` (refunding a session that was not paid); "
-        "`refund_already_reviewed` (approving or rejecting a refund already decided).",
+        "`refund_already_reviewed` (approving or rejecting a refund already decided); "
+        "`checkout_session_not_open` (a test helper paying or expiring a session that is not "
+        "`created`, or paying one past `expires_at`); `subscription_not_approvable` (a test "
+        "helper approving a subscription that is not `paused`).",
         (),
     ),
     413: (

@@ -28,6 +28,7 @@ class Operation:
     tag: str | None = None
     description: str | None = None
     body: type[BaseModel] | None = None  # a required JSON body validated by this model
+    body_optional: bool = False  # `body` may be left out (every field of it optional)
     no_body: bool = False  # takes no body fields (an empty body or `{}`)
     query: type[BaseModel] | None = None  # the query model; else parameters are ignored
     rejects_query: bool = False  # takes no query parameters and refuses any (400)
@@ -40,6 +41,8 @@ class Operation:
     # Looks up an id its body names (404 when the merchant has none by it, e.g. the
     # session a refund is for), beside any in its path.
     finds: bool = False
+    # Answers as a declining test customer would (402 `payment_declined`: a test helper).
+    declines: bool = False
     # A websocket: the frames it sends (TypedDicts); success is 101, a plain request 426.
     websocket: tuple[object, ...] = ()
 
@@ -57,6 +60,8 @@ class Operation:
             statuses |= {408, 415}
         if self.idempotent or self.conflicts:
             statuses.add(409)
+        if self.declines:
+            statuses.add(402)
         if self.websocket:
             statuses.add(426)
         return sorted(statuses)

@@ -128,6 +128,33 @@ def mark_expired(tx: Tx, session: CheckoutSession, now_us: int, event: Event) ->
     return changed == 1
 
 
+@locks(idempotency.completion_keys)
+def expire_early(
+    tx: Tx, session: CheckoutSession, now_us: int, event: Event, completion: Completion | None
+) -> bool:
+    """The `expire` transition before `expires_at` (the test helper `expire`): as
+    `mark_expired`, and `expires_at` becomes now, when it expired; with the request's
+    idempotent answer (raises `IdempotencyLost`, nothing written, if its claim was taken
+    over). False (nothing written) when the row moved on meanwhile."""
+    changed = guarded_update(
+        tx,
+        "checkout_sessions",
+        "status = ?, version = version + 1, updated_at = ?, expires_at = ?",
+        (_EXPIRE.target, now_us, now_us),
+        session.id,
+        f"{_EXPIRABLE} AND version = ?",
+        (session.version,),
+        give_way=False,  # a merchant's step: it waits for the row (see guarded_update)
+    )
+    if changed != 1:
+        return False
+    webhooks.record_event(tx, event)
+    notify_status(tx, session.id, _EXPIRE.target)
+    if completion is not None:
+        idempotency.complete(tx, completion)
+    return True
+
+
 STATUS_CHANNEL = "fgcpay_status"
 
 
@@ -159,6 +186,25 @@ def pay(tx: Tx, session: CheckoutSession, payment: Transaction, now_us: int, eve
     transactions.insert(tx, payment)
     webhooks.record_event(tx, event)
     notify_status(tx, session.id, _PAY.target)
+    return True
+
+
+@locks(idempotency.completion_keys)
+def pay_answered(
+    tx: Tx,
+    session: CheckoutSession,
+    payment: Transaction,
+    now_us: int,
+    event: Event,
+    completion: Completion | None,
+) -> bool:
+    """`pay` without a PIN attempt (a test helper's), with the request's idempotent answer
+    (raises `IdempotencyLost`, nothing written, if its claim was taken over): a retry
+    after a 503 replays it."""
+    if not pay(tx, session, payment, now_us, event):
+        return False
+    if completion is not None:
+        idempotency.complete(tx, completion)
     return True
 
 

@@ -165,6 +165,24 @@ def approve(
     return _move(tx, "approve", before, after, charge, events)
 
 
+@locks(idempotency.completion_keys)
+def approve_answered(
+    tx: Tx,
+    before: Subscription,
+    after: Subscription,
+    charge: Transaction,
+    events: Sequence[Event],
+    completion: Completion | None,
+) -> bool:
+    """`approve` without a PIN attempt (a test helper's), with the request's idempotent
+    answer (raises `IdempotencyLost`, nothing written, if its claim was taken over)."""
+    if not approve(tx, before, after, charge, events):
+        return False
+    if completion is not None:
+        idempotency.complete(tx, completion)
+    return True
+
+
 @batched(lambda tx, calls: _move_many(tx, "renew", calls))
 def renew(
     tx: Tx, before: Subscription, after: Subscription, charge: Transaction, events: Sequence[Event]

@@ -20,10 +20,11 @@ import trio
 import trio.testing
 from fgcpay.core.clock import TrioClock
 from fgcpay.core.settings import Settings
+from fgcpay.storage import checkout_sessions as session_rows
 from fgcpay.storage import idempotency as idempotency_rows
 from fgcpay.storage import refunds as refund_rows
 from fgcpay.storage import subscriptions as subscription_rows
-from helpers import MerchantClient, Server, create_subscription, start_server
+from helpers import MerchantClient, Server, create, create_subscription, start_server
 from hosted import paid_session
 
 ASK_TIMEOUT = 5.0
@@ -153,17 +154,37 @@ async def _pending_refund(server: Server, merchant: MerchantClient) -> str:
     return f"/refunds/{made.json()['id']}"
 
 
+async def _session(server: Server, merchant: MerchantClient) -> str:
+    return f"/checkout/sessions/{(await create(merchant))['id']}"
+
+
 CHANGES: dict[str, Change] = {
     "cancel": (subscription_rows.cancel, _subscription, "subscription_not_cancellable"),
     "approve": (refund_rows.approve, _pending_refund, "refund_already_reviewed"),
     "reject": (refund_rows.reject, _pending_refund, "refund_already_reviewed"),
+    # The test helpers driving the hosted page's flows.
+    "pay": (session_rows.pay_answered, _session, "checkout_session_not_open"),
+    "expire": (session_rows.expire_early, _session, "checkout_session_not_open"),
+    "approve_subscription": (
+        subscription_rows.approve_answered,
+        _subscription,
+        "subscription_not_approvable",
+    ),
+}
+STATUS_AFTER = {
+    "cancel": "cancelled",
+    "approve": "approved",
+    "reject": "rejected",
+    "pay": "paid",
+    "expire": "expired",
+    "approve_subscription": "active",
 }
 
 
 def _post_path(change: str, resource: str) -> str:
     if change == "cancel":
         return f"{resource}/cancel"
-    return f"/test_helpers{resource}/{change}"
+    return f"/test_helpers{resource}/{change.removesuffix('_subscription')}"
 
 
 async def _committed_after_the_deadline(
@@ -265,9 +286,7 @@ async def test_without_a_key_a_change_committed_after_the_deadline_is_done_and_a
         await _committed_after_the_deadline(server, merchant, monkeypatch, write, path, {})
     )
     stored = (await merchant.get(resource)).json()
-    assert stored["status"] == {"cancel": "cancelled", "approve": "approved"}.get(
-        change, "rejected"
-    )
+    assert stored["status"] == STATUS_AFTER[change]
     retried = await merchant.post(path)
     assert retried.status_code == 409, retried.text
     assert retried.json()["code"] == refusal
@@ -278,6 +297,9 @@ EVENT_OF = {
     "cancel": "subscription.cancelled",
     "approve": "refund.approved",
     "reject": "refund.rejected",
+    "pay": "checkout.session.paid",
+    "expire": "checkout.session.expired",
+    "approve_subscription": "subscription.activated",
 }
 
 

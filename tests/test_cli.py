@@ -421,6 +421,7 @@ ON_EXISTING_DATA = [
     ["ledger", "verify"],
     ["refund", "approve", "--merchant", MER, "--refund", "re_test_000000000000000000000000"],
     ["refund", "reject", "--merchant", MER, "--refund", "re_test_000000000000000000000000"],
+    ["trigger", "checkout.session.paid", "--merchant", MER],
 ]
 
 

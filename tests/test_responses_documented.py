@@ -158,13 +158,22 @@ def _template(path: str) -> str:
         (r"/events/stream", "/events/stream"),
         (r"/events/[^/]+", "/events/{event_id}"),
         (r"/webhook_deliveries/[^/]+", "/webhook_deliveries/{delivery_id}"),
+        (
+            r"/test_helpers/checkout/sessions/[^/]+/(pay|expire)",
+            "/test_helpers/checkout/sessions/{session_id}/<action>",
+        ),
+        (
+            r"/test_helpers/subscriptions/[^/]+/approve",
+            "/test_helpers/subscriptions/{subscription_id}/approve",
+        ),
         (r"/test_helpers/refunds/[^/]+/approve", "/test_helpers/refunds/{refund_id}/approve"),
         (r"/test_helpers/refunds/[^/]+/reject", "/test_helpers/refunds/{refund_id}/reject"),
         (r"/refunds/[^/]+", "/refunds/{refund_id}"),
         (r"/transactions/[^/]+", "/transactions/{transaction_id}"),
     ):
-        if re.fullmatch(pattern, path):
-            return template
+        if found := re.fullmatch(pattern, path):
+            action = found.group(1) if found.re.groups else ""
+            return template.replace("<action>", action)
     return path
 
 
@@ -464,6 +473,40 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
     )
     assert (await call("get", "/balance", params={"x": "1"})).status_code == 400
     assert (await call("get", "/balance", key="fp_test_x")).status_code == 401
+
+    # The test helpers (pay, expire, approve: 200, 402, 409, 404, 400) and triggers.
+    helped = (await call("post", "/checkout/sessions", json=valid_body())).json()
+    pay_path = f"/test_helpers/checkout/sessions/{helped['id']}/pay"
+    declined = await call("post", pay_path, json={"customer_code": "TEST-0002"})
+    assert declined.status_code == 402
+    assert (await call("post", pay_path, json={"customer_code": "x"})).status_code == 400
+    assert (await call("post", pay_path)).json()["status"] == "paid"
+    assert (await call("post", pay_path)).status_code == 409
+    for action in ("pay", "expire"):
+        unknown_session = f"/test_helpers/checkout/sessions/cs_test_{FAKE}/{action}"
+        assert (await call("post", unknown_session)).status_code == 404
+    to_expire = (await call("post", "/checkout/sessions", json=valid_body())).json()
+    expire_path = f"/test_helpers/checkout/sessions/{to_expire['id']}/expire"
+    assert (await call("post", expire_path, json={"x": 1})).status_code == 400
+    assert (await call("post", expire_path)).json()["status"] == "expired"
+    assert (await call("post", expire_path)).status_code == 409
+    to_approve = (await call("post", "/subscriptions", json=subscription_body())).json()
+    approve_path = f"/test_helpers/subscriptions/{to_approve['id']}/approve"
+    declined = await call("post", approve_path, json={"customer_code": "TEST-0003"})
+    assert declined.status_code == 402
+    assert (await call("post", approve_path, json={"customer_code": 4})).status_code == 400
+    assert (await call("post", approve_path)).json()["status"] == "active"
+    assert (await call("post", approve_path)).status_code == 409
+    unknown_sub_path = f"/test_helpers/subscriptions/sub_test_{FAKE}/approve"
+    assert (await call("post", unknown_sub_path)).status_code == 404
+    for trigger_body, status in (
+        ({"event_type": "subscription.charged"}, 201),
+        ({"event_type": "checkout.session.paid", "object": helped["id"]}, 409),
+        ({"event_type": "checkout.session.paid", "object": f"cs_test_{FAKE}"}, 404),
+        ({"event_type": "nope"}, 400),
+    ):
+        answer = await call("post", "/test_helpers/triggers", json=trigger_body)
+        assert answer.status_code == status, (trigger_body, answer.text)
 
     # The event stream: a websocket (101, then frames named by the x-websocket extension),
     # its refusals in the handshake, and a plain GET's 426.
