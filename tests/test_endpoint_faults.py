@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import trio
 import trio.testing
@@ -39,6 +40,7 @@ from helpers import (
     wait_until,
 )
 from hosted import Customer, paid_session
+from processes import ServiceProcess
 from receiver import Received, Receiver, start_receiver
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError as StandardRefused
@@ -478,6 +480,75 @@ async def test_the_same_seed_gives_the_same_faults_with_two_processes_on_one_pos
     await _same_faults_twice([first, second], nursery)
     await first.shutdown()
     await second.shutdown()
+
+
+async def test_a_served_fgcpay_gives_the_same_seed_the_same_faults_on_two_endpoints(
+    tmp_path: Path, database_url: str, nursery: trio.Nursery
+) -> None:
+    """Black box: `fgcpay serve` as an operator runs it (2 workers on PostgreSQL, where
+    either may write an event and either may send its deliveries), events made by the
+    trigger route; two endpoints with the same seed show the same injected attempts, as
+    the seed decides them, and each delivery reaches its receiver once per send."""
+    workers = 1 if database_url.startswith("sqlite") else 2
+    service = ServiceProcess(cwd=tmp_path, database_url=database_url, workers=workers)
+    made = await service.command("merchant", "create", "--name", "S", "--email", "s@s.test")
+    receivers = [await start_receiver(nursery) for _ in range(2)]
+    try:
+        await service.start()
+        async with httpx.AsyncClient(
+            base_url=service.url + "/api/v1",
+            headers={"Authorization": f"Bearer {made['api_key']}"},
+            timeout=30,
+        ) as api:
+            endpoints = []
+            for receiver in receivers:
+                body = {
+                    "url": receiver.url,
+                    "faults": SEEDED,
+                    "enabled_events": ["checkout.session.paid"],
+                }
+                created = await api.post("/webhook_endpoints", json=body)
+                assert created.status_code == 201, created.text
+                endpoints.append(created.json()["id"])
+            sessions = []
+            for _ in range(EVENTS):
+                fired = await api.post(
+                    "/test_helpers/triggers", json={"event_type": "checkout.session.paid"}
+                )
+                assert fired.status_code == 201, fired.text
+                sessions.append(fired.json()["object_id"])
+            expected = predicted(SEEDED, EVENTS)
+            for receiver in receivers:
+                await receiver.wait_for(sum(len(shown) for shown in expected))
+
+            async def shown_by_session(endpoint_id: str) -> dict[str, list[str | None]]:
+                page = await api.get(
+                    "/webhook_deliveries", params={"endpoint_id": endpoint_id, "limit": "100"}
+                )
+                assert page.status_code == 200, page.text
+                found = {}
+                for delivery in page.json()["data"]:
+                    event = (await api.get(f"/events/{delivery['event_id']}")).json()
+                    found[event["data"]["object"]["id"]] = injected(delivery)
+                return found
+
+            for endpoint_id in endpoints:
+
+                async def all_recorded(endpoint_id: str = endpoint_id) -> bool:
+                    shown = await shown_by_session(endpoint_id)
+                    return sorted(map(len, shown.values())) == sorted(map(len, expected))
+
+                await wait_until(all_recorded, within=60, what="every attempt recorded")
+                shown = await shown_by_session(endpoint_id)
+                assert [shown[s] for s in sessions] == expected, endpoint_id
+        for receiver in receivers:
+            sends: dict[str, int] = defaultdict(int)
+            for got in receiver.received:
+                sends[got.headers["webhook-id"]] += 1
+            assert sorted(sends.values()) == sorted(map(len, expected))
+        assert not service.errors_logged()
+    finally:
+        service.kill()
 
 
 async def test_faults_set_again_count_the_deliveries_from_the_first_again(
