@@ -108,7 +108,12 @@ def main(argv: list[str], specs: dict[str, dict[str, Spec]]) -> int:
         print("\n\n".join(f"## {name}\n\n{text}" for name, text in tables.items()))
         return 0
     doc = args.write.read_text()
+    # Only the scenarios these runs measured: a run of one scenario leaves the others'
+    # tables as they were (their last measurement), not "not yet measured".
+    measured = {f["scenario"] for f in figures}
     for name, text in tables.items():
+        if name not in measured:
+            continue
         marker = re.compile(rf"(<!-- bench:{name} -->\n).*?(\n<!-- /bench:{name} -->)", re.S)
         if not marker.search(doc):
             raise SystemExit(f"{args.write}: no <!-- bench:{name} --> ... <!-- /bench:{name} -->")
