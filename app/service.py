@@ -246,6 +246,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                     clock,
                     settings.webhook_allow_private,
                     lambda host, port: dispatcher.resolver(host, port),
+                    limit=settings.webhook_check_seconds,
                 ),
             )
             await nursery.start(follow_changes, db, status_hub, event_streams.bells, nursery)

@@ -42,6 +42,8 @@ class Settings:
     webhook_allow_private: bool = False
     webhook_poll_seconds: float = 2.0
     webhook_lease_seconds: float = 60.0
+    # The most a receiver check asked of the service may take (under a proxy's request limit).
+    webhook_check_seconds: float = 25.0
     expiry_poll_seconds: float = 30.0
     shutdown_grace_seconds: float = 10.0
     actor_idle_seconds: float = 60.0
@@ -250,6 +252,7 @@ def load_settings(env: Mapping[str, str] | None = None, *, keep_secret: bool = T
         webhook_poll_seconds=_float(env, "WEBHOOK_POLL_SECONDS", 2.0, 0.05),
         # At least twice an attempt's 10 s deadline, or a slow attempt could be sent twice.
         webhook_lease_seconds=_float(env, "WEBHOOK_LEASE_SECONDS", 60.0, 20.0),
+        webhook_check_seconds=_float(env, "WEBHOOK_CHECK_SECONDS", 25.0, 1.0),
         expiry_poll_seconds=_float(env, "EXPIRY_POLL_SECONDS", 30.0, 0.05),
         shutdown_grace_seconds=_float(env, "SHUTDOWN_GRACE_SECONDS", 10.0, 0.0),
         actor_idle_seconds=_float(env, "ACTOR_IDLE_SECONDS", 60.0, 0.001),

@@ -14,8 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
+from fgcpay.core.settings import ConfigError, Settings, load_settings
 from fgcpay.domain.signing import verify
 from fgcpay.webhooks import WebhookVerificationError, verify_delivery
 from helpers import (
@@ -25,6 +27,7 @@ from helpers import (
     add_endpoint,
     open_dashboard,
     sign_in,
+    start_server,
 )
 from receiver import Received, Receiver, start_receiver
 from standardwebhooks import Webhook
@@ -318,6 +321,34 @@ async def test_timeouts_name_what_came_and_the_whole_check_is_bounded(
         observed
         == ["timeout: the check's 0.5 s ran out"] + ["not sent: the check's 0.5 s ran out"] * 7
     )
+
+
+async def test_the_operator_sets_the_whole_checks_bound(
+    settings: Settings, nursery: trio.Nursery
+) -> None:
+    """FGCPAY_WEBHOOK_CHECK_SECONDS bounds a check the service runs (under the request
+    limit of a proxy in front), parsed as an operator writes it."""
+    configured = load_settings(
+        {"FGCPAY_DATABASE_URL": settings.database_url, "FGCPAY_WEBHOOK_CHECK_SECONDS": "1"}
+    )
+    assert configured.webhook_check_seconds == 1.0
+    with pytest.raises(ConfigError, match="FGCPAY_WEBHOOK_CHECK_SECONDS must be at least 1"):
+        load_settings({"FGCPAY_WEBHOOK_CHECK_SECONDS": "0.5"})
+    server = await start_server(
+        nursery, attrs.evolve(settings, webhook_check_seconds=configured.webhook_check_seconds)
+    )
+    receiver = await start_receiver(nursery)
+    receiver.script = lambda n: "hang"
+    merchant = await server.merchant()
+    endpoint_id, _ = await _endpoint(merchant, receiver)
+    started = trio.current_time()
+    report = await _check(merchant, endpoint_id)
+    assert trio.current_time() - started < 5
+    observed = [check["observed"] for check in report["checks"]]
+    assert (
+        observed == ["timeout: the check's 1 s ran out"] + ["not sent: the check's 1 s ran out"] * 7
+    )
+    await server.shutdown()
 
 
 async def test_one_check_at_a_time_per_endpoint_and_404_for_others_endpoints(

@@ -59,6 +59,7 @@ def _env(database_url: str) -> dict[str, str]:
         # but it would keep the cases from reaching the code under test.
         FGCPAY_RATE_LIMIT_PER_SECOND="100000",
         FGCPAY_RATE_LIMIT_BURST="1000000",
+        FGCPAY_WEBHOOK_CHECK_SECONDS=CHECK_SECONDS,
     )
     return env
 
@@ -79,6 +80,10 @@ enabled = false
 [generation]
 database = "none"
 """
+# A receiver check of an endpoint whose URL accepts connections but never answers (a
+# public address the sandbox's network takes and drops) waits out its bound: the probe's
+# service bounds checks well under the probe's REQUEST_TIMEOUT.
+CHECK_SECONDS = "4"
 
 
 def _probe(cwd: Path, url: str, key: str) -> subprocess.CompletedProcess[str]:
