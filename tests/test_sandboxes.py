@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
+import attrs
 import httpx
 import pytest
 import trio
@@ -30,10 +31,12 @@ from helpers import (
     create,
     create_subscription,
     create_test_clock,
+    open_stream,
     start_server,
     valid_body,
     wait_until,
 )
+from hosted import Customer, message
 from processes import ServiceProcess
 from receiver import start_receiver
 
@@ -457,3 +460,37 @@ async def test_a_deleted_sandboxs_key_is_refused_at_once_by_two_processes(
     finally:
         for service in services:
             service.kill()
+
+
+async def test_a_sandboxs_test_customer_locks_and_rate_limit_are_its_own(
+    nursery: trio.Nursery, settings: Settings
+) -> None:
+    server = await start_server(
+        nursery, attrs.evolve(settings, rate_limit_burst=20, rate_limit_per_second=0.001)
+    )
+    parent = await server.merchant()
+    _, sandbox = await make_sandbox(parent)
+    locked, free = await create(sandbox), await create(parent)
+    customer = Customer(server)
+    for _ in range(5):
+        await customer.pay(locked["id"], "TEST-0001", "0000")
+    refused = await customer.pay(locked["id"], "TEST-0001", "1234")
+    assert "locked" in (message(refused) or "")
+    # The parent's customer with the same code is not stopped by the sandbox's test run.
+    assert (await customer.pay(free["id"], "TEST-0001", "1234")).status_code == 303
+    await customer.close()
+    # The parent's key runs out of requests; the sandbox's key has a bucket of its own.
+    statuses = [(await parent.get("/balance")).status_code for _ in range(30)]
+    assert statuses[-1] == 429
+    assert (await sandbox.get("/balance")).status_code == 200
+    await server.shutdown()
+
+
+async def test_a_sandboxs_event_stream_carries_only_its_events(server: Server) -> None:
+    parent = await server.merchant()
+    _, sandbox = await make_sandbox(parent)
+    async with open_stream(server.url, sandbox.key) as stream:
+        await create_subscription(parent)
+        mine = await create_subscription(sandbox)
+        frame = await stream.next()
+        assert frame["data"]["object"]["id"] == mine["id"], frame
