@@ -494,3 +494,32 @@ async def test_a_sandboxs_event_stream_carries_only_its_events(server: Server) -
         mine = await create_subscription(sandbox)
         frame = await stream.next()
         assert frame["data"]["object"]["id"] == mine["id"], frame
+
+
+async def test_a_delivery_in_flight_when_its_sandbox_is_deleted_is_dropped_cleanly(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(nursery, settings, clock=TrioClock())
+    parent = await server.merchant()
+    created, sandbox = await make_sandbox(parent)
+    hanging, later = await start_receiver(nursery), await start_receiver(nursery)
+    hanging.script = lambda n: "hang"  # held until the dispatcher's 10 s timeout
+    await add_endpoint(sandbox, hanging.url, ["checkout.session.paid"])
+    await add_endpoint(parent, later.url, ["checkout.session.paid"])
+    session = await create(sandbox)
+    paid = await sandbox.post(f"/test_helpers/checkout/sessions/{session['id']}/pay", json={})
+    assert paid.status_code == 200, paid.text
+    await hanging.wait_for(1)
+    # Deleted while the dispatcher holds its lease and waits for the receiver.
+    assert (await parent.delete(f"/sandboxes/{created['id']}")).status_code == 200
+    clock.jump(3600)
+    # The dispatcher goes on: the parent's next payment is delivered.
+    mine = await create(parent)
+    paid = await parent.post(f"/test_helpers/checkout/sessions/{mine['id']}/pay", json={})
+    assert paid.status_code == 200, paid.text
+    (arrived,) = await later.wait_for(1)
+    assert json.loads(arrived.body)["data"]["object"]["id"] == mine["id"]
+    assert len(hanging.received) == 1
+    assert (await server.client.get(server.url + "/readyz")).status_code == 200
+    assert await server.db.read(_anywhere, [created["id"], session["id"]]) == []
+    await server.shutdown()
