@@ -27,8 +27,12 @@ from fgcpay.storage.owned import OwnedRows
 # Rows one delete statement removes at most (each batch its own transaction): on
 # PostgreSQL a batch's row locks (this sandbox's rows only) are held for one short
 # transaction; on SQLite the writer is held for one batch at a time, other merchants'
-# writes going in between.
-BATCH = 1000
+# writes going in between, so a batch is what another merchant's write may wait behind.
+# Deleting 10,000 sessions, 1,000 subscriptions, 11,000 events and as many pending
+# deliveries (storage alone, this machine): 1,000 rows a batch, 0.37 s SQLite / 0.34 s
+# PostgreSQL, the longest batch 15 ms; 200: 1.05 s / 0.60 s, the longest 5.9 / 8.7 ms;
+# 100: 0.92 s / 0.71 s, 2.6 / 8.2 ms.
+BATCH = 200
 # Passes over the tables before leaving the rest to the timer: a pass finds rows again
 # only when something of the sandbox was written while it ran (a customer paying on a
 # hosted page of it, a renewal already under way); a write racing a batch may also fail
@@ -49,6 +53,7 @@ class Sandboxes:
     host: ActorHost | None = None  # its actors are told to forget a deleted sandbox's
     # Called with a sandbox's `expires_at` when one is made: the timer wakes for it.
     on_created: Callable[[int], None] = lambda expires_at: None
+    batch: int = BATCH  # rows one delete statement removes at most
     _rows: OwnedRows[Sandbox] = attrs.field(
         init=False, factory=lambda: OwnedRows(rules.SANDBOX_PREFIX, "sandbox", rows.of_parent)
     )
@@ -152,7 +157,7 @@ class Sandboxes:
             for attempt in range(PASSES):
                 try:
                     for step in rows.STEPS:
-                        while await self.db.write(rows.delete_batch, merchant_id, step, BATCH):
+                        while await self.db.write(rows.delete_batch, merchant_id, step, self.batch):
                             pass
                 except Exception as error:  # a foreign key raced by a write: pass again
                     if attempt == PASSES - 1:
