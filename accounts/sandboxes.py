@@ -12,6 +12,7 @@ from collections.abc import Callable
 import attrs
 import trio
 from fgcpay.actors import ActorHost
+from fgcpay.actors import checkout_session as checkout_session_actor
 from fgcpay.actors import subscription as subscription_actor
 from fgcpay.core.clock import Clock
 from fgcpay.core.logs import log_event
@@ -152,7 +153,7 @@ class Sandboxes:
         its merchant and sandbox rows; whether it is gone (False: rows were written
         meanwhile pass after pass, left to the timer). Its live actors in this process
         are told to read storage again, so none answers from memory afterwards."""
-        forget = await self._live_subscriptions(merchant_id)
+        forget = await self._live_actors(merchant_id)
         try:
             for attempt in range(PASSES):
                 try:
@@ -176,27 +177,31 @@ class Sandboxes:
         finally:
             await self._forget(forget)
 
-    async def _live_subscriptions(self, merchant_id: str) -> list[str]:
+    async def _live_actors(self, merchant_id: str) -> dict[str, list[str]]:
+        """The merchant's sessions' and subscriptions' actors live in this process now."""
         if self.host is None:
-            return []
-        live = self.host.live_ids(subscription_actor.KIND)
-        if not live:
-            return []
-        return await self.db.read(rows.owned, "subscriptions", merchant_id, live)
+            return {}
+        found = {}
+        for kind, table in _ACTOR_TABLES:
+            live = self.host.live_ids(kind)
+            if live:
+                found[kind] = await self.db.read(rows.owned, table, merchant_id, live)
+        return found
 
-    async def _forget(self, subscription_ids: list[str]) -> None:
-        # A live actor of a deleted subscription would answer from memory: it reads
-        # storage again (finds nothing) and passivates. Checkout sessions' actors hold no
-        # timer; any write of theirs is conditional on the row and fails cleanly.
+    async def _forget(self, live: dict[str, list[str]]) -> None:
+        # A live actor of a deleted row would answer from memory: it reads storage again,
+        # finds nothing, and passivates. (In other processes, an actor's next write is
+        # conditional on its row and fails cleanly; its next start finds nothing.)
         if self.host is None:
             return
-        for subscription_id in subscription_ids:
-            try:
-                await self.host.tell(
-                    subscription_actor.KIND, subscription_id, subscription_actor.Reload()
-                )
-            except errors.ServiceError:
-                pass  # shutting down: nothing left to answer from memory
+        for kind, actor_ids in live.items():
+            await self.host.reread_live(kind, actor_ids)
+
+
+_ACTOR_TABLES = (
+    (checkout_session_actor.KIND, "checkout_sessions"),
+    (subscription_actor.KIND, "subscriptions"),
+)
 
 
 def _not_allowed() -> errors.SandboxesNotAllowed:
