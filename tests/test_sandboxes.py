@@ -24,6 +24,7 @@ from fgcpay.domain import ids
 from fgcpay.domain.merchants import Merchant, new_api_key
 from fgcpay.domain.sandboxes import SandboxRequest, new_sandbox, sandbox_email
 from fgcpay.storage import Database, Tx, open_database
+from fgcpay.storage import merchants as merchant_rows
 from fgcpay.storage import sandboxes as sandbox_rows
 from helpers import (
     TEST_SECRET,
@@ -554,3 +555,11 @@ async def test_a_deleted_sandboxs_live_actors_passivate(server: Server) -> None:
 
     await wait_until(passivated, within=10, what="the sandbox's actors passivated")
     assert kept["id"] in service.actors.live_ids(checkout_session_actor.KIND)
+
+
+async def test_the_operators_merchant_list_leaves_sandboxes_out(server: Server) -> None:
+    parent = await server.merchant()
+    created, _ = await make_sandbox(parent)
+    listed = {m.id for m in await server.db.read(merchant_rows.all_merchants)}
+    assert parent.id in listed
+    assert await server.db.read(sandbox_rows.merchant_of, created["id"]) not in listed
