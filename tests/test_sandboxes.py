@@ -451,13 +451,25 @@ async def test_a_deleted_sandboxs_key_is_refused_at_once_by_two_processes(
             assert session.status_code == 201
             deleted = await b.delete(f"/sandboxes/{created.json()['id']}", headers=parent)
             assert deleted.status_code == 200, deleted.text
-            for api in (a, b):
+            for api, service in zip((a, b), services, strict=True):
                 refused = await api.get("/checkout/sessions", headers=key)
                 assert refused.status_code == 401, refused.text
                 page = await api.get(
-                    services[0].url + f"/checkout/{session.json()['id']}", follow_redirects=False
+                    service.url + f"/checkout/{session.json()['id']}", follow_redirects=False
                 )
                 assert page.status_code == 404
+            # Creates racing for the last places on both processes never pass the bound.
+            async with open_database(postgres_url, 3) as db:
+                await _fill(db, made.merchant.id, 995)
+            answers: list[int] = []
+
+            async def one(api: httpx.AsyncClient) -> None:
+                answers.append((await api.post("/sandboxes", headers=parent)).status_code)
+
+            async with trio.open_nursery() as racing:
+                for n in range(12):
+                    racing.start_soon(one, (a, b)[n % 2])
+            assert sorted(answers) == [201] * 5 + [409] * 7
         for service in services:
             assert service.errors_logged() == []
     finally:
