@@ -39,6 +39,8 @@ BATCH = 200
 # hosted page of it, a renewal already under way); a write racing a batch may also fail
 # a batch on a foreign key, and the next pass takes it.
 PASSES = 5
+# How long a DELETE request removes rows before leaving the rest to the timer.
+FINISH_SECONDS = 30.0
 
 Answer = Callable[[Sandbox, str], Completion | None]
 
@@ -55,6 +57,8 @@ class Sandboxes:
     # Called with a sandbox's `expires_at` when one is made: the timer wakes for it.
     on_created: Callable[[int], None] = lambda expires_at: None
     batch: int = BATCH  # rows one delete statement removes at most
+    # Called when a deletion is left unfinished: the timer wakes to finish it.
+    on_unfinished: Callable[[], None] = lambda: None
     _rows: OwnedRows[Sandbox] = attrs.field(
         init=False, factory=lambda: OwnedRows(rules.SANDBOX_PREFIX, "sandbox", rows.of_parent)
     )
@@ -129,10 +133,12 @@ class Sandboxes:
         if sandbox is None:
             raise _found(sandbox_id)
         log_event("sandbox deleting", sandbox=sandbox.id, merchant=sandbox.merchant_id)
-        # Shielded: a client gone mid-way does not leave the rows to the timer.
-        with trio.CancelScope(shield=True):
+        # Shielded: a client gone mid-way does not leave the rows to the timer; bounded, so
+        # a shutdown waits for it only so long (the timer finishes what is left).
+        finished = False
+        with trio.move_on_after(FINISH_SECONDS, shield=True):
             try:
-                await self.finish(sandbox.id, sandbox.merchant_id)
+                finished = await self.finish(sandbox.id, sandbox.merchant_id)
             except Exception as error:  # marked deleted: the timer finishes it
                 log_event(
                     "a sandbox's deletion is left to the timer",
@@ -140,6 +146,8 @@ class Sandboxes:
                     sandbox=sandbox.id,
                     error_type=type(error).__name__,
                 )
+        if not finished:
+            self.on_unfinished()
         return sandbox
 
     async def expire(self, sandbox_id: str, merchant_id: str) -> bool:

@@ -156,6 +156,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 db, clock, supervisor, sandboxes.expire, settings.expiry_poll_seconds
             )
             sandboxes.on_created = sandbox_expiry.schedule
+            sandboxes.on_unfinished = sandbox_expiry.unfinished
             event_streams = EventStreams(db, clock, EventBells())
             box = SecretBox(settings.secret_key)
             dispatcher = WebhookDispatcher(

@@ -15,6 +15,7 @@ import httpx
 import pytest
 import trio
 import trio.testing
+from fgcpay.accounts import sandboxes as sandbox_accounts
 from fgcpay.actors import checkout_session as checkout_session_actor
 from fgcpay.actors import subscription as subscription_actor
 from fgcpay.admin import CreatedMerchant, create_merchant, verify_ledger
@@ -355,7 +356,9 @@ async def test_a_sandbox_expires_within_a_minute_of_expires_at(
     clock.jump(59)
     assert (await sandbox.get("/checkout/sessions")).status_code == 200
     clock.jump(2)
-    await wait_until(partial(_gone, server.db, created), within=60, what="the sandbox expired")
+    await wait_until(
+        partial(_gone, server.db, created), within=60, every=1, what="the sandbox expired"
+    )
     assert (await sandbox.get("/checkout/sessions")).status_code == 401
     assert (await parent.get(f"/sandboxes/{created['id']}")).status_code == 404
     assert [s["id"] for s in (await parent.get("/sandboxes")).json()["data"]] == [lasting["id"]]
@@ -381,7 +384,7 @@ async def test_expiry_and_an_unfinished_deletion_survive_a_restart(
     second = await start_server(nursery, settings, clock=service_clock)
     for sandbox in (expiring, half_deleted):
         await wait_until(
-            partial(_gone, second.db, sandbox), within=60, what="deleted after a restart"
+            partial(_gone, second.db, sandbox), within=60, every=1, what="deleted after a restart"
         )
     assert await second.db.read(_anywhere, [expiring["id"], half_deleted["id"]]) == []
     await second.shutdown()
@@ -575,3 +578,36 @@ async def test_the_operators_merchant_list_leaves_sandboxes_out(server: Server) 
     listed = {m.id for m in await server.db.read(merchant_rows.all_merchants)}
     assert parent.id in listed
     assert await server.db.read(sandbox_rows.merchant_of, created["id"]) not in listed
+
+
+async def test_a_deletion_the_request_could_not_finish_is_finished_by_the_timer(
+    nursery: trio.Nursery,
+    settings: Settings,
+    clock: trio.testing.MockClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = await start_server(nursery, settings, clock=TrioClock())
+    parent = await server.merchant()
+    created, sandbox = await make_sandbox(parent)
+    await create(sandbox)
+    real, refused = sandbox_rows.finish, []
+
+    def written_meanwhile(tx: Tx, sandbox_id: str, merchant_id: str) -> bool:
+        # As if something of the sandbox were written during each of the request's passes.
+        if len(refused) < sandbox_accounts.PASSES:
+            refused.append(sandbox_id)
+            return False
+        return real(tx, sandbox_id, merchant_id)
+
+    monkeypatch.setattr(sandbox_rows, "finish", written_meanwhile)
+    assert (await parent.delete(f"/sandboxes/{created['id']}")).status_code == 200
+    assert (await sandbox.get("/checkout/sessions")).status_code == 401
+    assert (await parent.get(f"/sandboxes/{created['id']}")).status_code == 404
+    assert not await _gone(server.db, created)
+    clock.jump(31)
+    # Polled each mock second: the clock jumps only after half a real second idle.
+    await wait_until(
+        partial(_gone, server.db, created), within=60, every=1, what="finished by the timer"
+    )
+    assert await server.db.read(_anywhere, [created["id"]]) == []
+    await server.shutdown()

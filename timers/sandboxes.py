@@ -42,6 +42,10 @@ class SandboxExpiry(DurableTimer):
         self.db = db
         self.expire = expire
 
+    def unfinished(self) -> None:
+        """A deletion was left unfinished: finish it once it is due (`FINISH_AFTER_US`)."""
+        self.schedule(self.clock.now_us() + FINISH_AFTER_US)
+
     async def round(self) -> float:
         while True:
             now = self.clock.now_us()
