@@ -590,7 +590,8 @@ async def test_a_deletion_the_request_could_not_finish_is_finished_by_the_timer(
     parent = await server.merchant()
     created, sandbox = await make_sandbox(parent)
     await create(sandbox)
-    real, refused = sandbox_rows.finish, []
+    real = sandbox_rows.finish
+    refused: list[str] = []
 
     def written_meanwhile(tx: Tx, sandbox_id: str, merchant_id: str) -> bool:
         # As if something of the sandbox were written during each of the request's passes.
