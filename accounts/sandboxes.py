@@ -49,7 +49,6 @@ class Sandboxes:
     host: ActorHost | None = None  # its actors are told to forget a deleted sandbox's
     # Called with a sandbox's `expires_at` when one is made: the timer wakes for it.
     on_created: Callable[[int], None] = lambda expires_at: None
-    most: int = limits.MAX_LIVE_SANDBOXES
     _rows: OwnedRows[Sandbox] = attrs.field(
         init=False, factory=lambda: OwnedRows(rules.SANDBOX_PREFIX, "sandbox", rows.of_parent)
     )
@@ -65,7 +64,8 @@ class Sandboxes:
         """A new sandbox of `parent` and its raw API key (shown this once), with
         `answer(sandbox, key)` (the request's idempotent answer, if any) stored in the same
         transaction. 403 when `parent` is itself a sandbox's merchant, 409
-        `sandbox_limit_reached` when it has `most` live sandboxes (nothing written)."""
+        `sandbox_limit_reached` when it has `limits.MAX_LIVE_SANDBOXES` live ones (nothing written)."""
+        most = limits.MAX_LIVE_SANDBOXES  # read at each create (a test may lower it)
         now = self.clock.now_us()
         merchant_id = ids.merchant_id()
         sandbox = rules.new_sandbox(
@@ -82,15 +82,15 @@ class Sandboxes:
         key = new_api_key(merchant_id, now, name="sandbox")
         completion = answer(sandbox, key.raw) if answer is not None else None
         refused = await self.db.write(
-            rows.insert_within, sandbox, merchant, key.record, completion, self.most
+            rows.insert_within, sandbox, merchant, key.record, completion, most
         )
         if refused == rows.NOT_ALLOWED:
             raise _not_allowed()
         if refused == rows.LIMIT_REACHED:
             raise errors.SandboxLimitReached(
-                f"You have {self.most:,} live sandboxes, the most one merchant may have:"
+                f"You have {most:,} live sandboxes, the most one merchant may have:"
                 " delete one you no longer need (or let one expire), then try again.",
-                {"limit": self.most},
+                {"limit": most},
             )
         if sandbox.expires_at is not None:
             self.on_created(sandbox.expires_at)

@@ -48,7 +48,7 @@ async def create_sandbox() -> Response:
     service = current_service()
     parent = principal().merchant
     await service.sandboxes.check_allowed(parent.id)
-    parsed = sandboxes.parse_create(await json_object())
+    parsed = sandboxes.parse_create(await json_object(allow_empty=True))
     return await decided_by(
         201,
         lambda answer: service.sandboxes.create(

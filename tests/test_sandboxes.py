@@ -4,24 +4,41 @@ deletion that leaves no row of the sandbox anywhere, the limit and the sandbox's
 
 from __future__ import annotations
 
+import json
+from datetime import datetime, timedelta
+from functools import partial
+from pathlib import Path
 from typing import Any, cast
 
+import attrs
+import httpx
 import pytest
 import trio
-from fgcpay.admin import CreatedMerchant, verify_ledger
+import trio.testing
+from fgcpay.admin import CreatedMerchant, create_merchant, verify_ledger
+from fgcpay.core.clock import TrioClock
+from fgcpay.core.settings import Settings
 from fgcpay.domain import ids
 from fgcpay.domain.merchants import Merchant, new_api_key
 from fgcpay.domain.sandboxes import SandboxRequest, new_sandbox, sandbox_email
-from fgcpay.storage import Database, Tx
+from fgcpay.storage import Database, Tx, open_database
 from fgcpay.storage import sandboxes as sandbox_rows
 from helpers import (
+    TEST_SECRET,
     MerchantClient,
     Server,
     add_endpoint,
     create,
     create_subscription,
     create_test_clock,
+    open_stream,
+    start_server,
+    valid_body,
+    wait_until,
 )
+from hosted import Customer, message
+from processes import ServiceProcess
+from receiver import start_receiver
 
 FAKE = "0" * 24
 
@@ -36,6 +53,11 @@ async def make_sandbox(
     # Its merchant as far as the client needs one: the key is what it sends.
     merchant = Merchant(created["id"], "sandbox", "sandbox@example.com", 0)
     return created, MerchantClient(CreatedMerchant(merchant, created["api_key"]), parent.http)
+
+
+async def _gone(db: Database, sandbox: dict[str, Any]) -> bool:
+    """Whether nothing of the sandbox is left: its row (and so its merchant's) is gone."""
+    return await db.read(sandbox_rows.merchant_of, sandbox["id"]) is None
 
 
 async def test_create_get_list_and_delete(server: Server) -> None:
@@ -308,3 +330,196 @@ async def test_deletion_leaves_no_row_and_the_parent_untouched(server: Server) -
     checks = await verify_ledger(server.db)
     assert checks and all(check.agrees for check in checks)
     assert len((await parent.get("/sandboxes")).json()["data"]) == 1
+
+
+async def test_an_empty_body_makes_a_sandbox_too(server: Server) -> None:
+    parent = await server.merchant()
+    made = await parent.post("/sandboxes")
+    assert made.status_code == 201, made.text
+    assert (made.json()["name"], made.json()["expires_at"]) == (None, None)
+
+
+async def test_a_sandbox_expires_within_a_minute_of_expires_at(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(nursery, settings, clock=TrioClock())
+    parent = await server.merchant()
+    created, sandbox = await make_sandbox(parent, ttl_seconds=60)
+    lasting, _ = await make_sandbox(parent, ttl_seconds=3600)
+    made_at, expires_at = (datetime.fromisoformat(created[k]) for k in ("created_at", "expires_at"))
+    assert expires_at - made_at == timedelta(seconds=60)
+    await create(sandbox)
+    clock.jump(59)
+    assert (await sandbox.get("/checkout/sessions")).status_code == 200
+    clock.jump(2)
+    await wait_until(partial(_gone, server.db, created), within=60, what="the sandbox expired")
+    assert (await sandbox.get("/checkout/sessions")).status_code == 401
+    assert (await parent.get(f"/sandboxes/{created['id']}")).status_code == 404
+    assert [s["id"] for s in (await parent.get("/sandboxes")).json()["data"]] == [lasting["id"]]
+    await server.shutdown()
+
+
+async def test_expiry_and_an_unfinished_deletion_survive_a_restart(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
+) -> None:
+    service_clock = TrioClock()
+    first = await start_server(nursery, settings, clock=service_clock)
+    parent = await first.merchant()
+    expiring, _ = await make_sandbox(parent, ttl_seconds=120)
+    half_deleted, half_key = await make_sandbox(parent)
+    await create(half_key)
+    # A process that died right after marking it deleted (the key refused, the rows left).
+    now = first.running.service.clock.now_us()
+    assert await first.db.write(sandbox_rows.begin_delete, half_deleted["id"], now) is not None
+    assert (await half_key.get("/checkout/sessions")).status_code == 401
+    assert (await parent.get(f"/sandboxes/{half_deleted['id']}")).status_code == 404
+    await first.shutdown()
+    clock.jump(600)  # the service was down when the sandbox expired
+    second = await start_server(nursery, settings, clock=service_clock)
+    for sandbox in (expiring, half_deleted):
+        await wait_until(
+            partial(_gone, second.db, sandbox), within=60, what="deleted after a restart"
+        )
+    assert await second.db.read(_anywhere, [expiring["id"], half_deleted["id"]]) == []
+    await second.shutdown()
+
+
+async def test_a_pending_delivery_and_a_due_renewal_are_not_sent_once_deleted(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(nursery, settings, clock=TrioClock())
+    parent = await server.merchant()
+    created, sandbox = await make_sandbox(parent)
+    receivers = {}
+    for name, merchant in (("parent", parent), ("sandbox", sandbox)):
+        subscription = await create_subscription(merchant)
+        approved = await merchant.post(
+            f"/test_helpers/subscriptions/{subscription['id']}/approve", json={}
+        )
+        assert approved.status_code == 200, approved.text
+        receiver = receivers[name] = await start_receiver(nursery)
+        # The first attempt is refused for 15 minutes: a delivery pending, due again later.
+        receiver.script = lambda n: (429, {"Retry-After": "900"}) if n == 0 else (200, {})
+        await add_endpoint(
+            merchant, receiver.url, ["checkout.session.paid", "subscription.charged"]
+        )
+        session = await create(merchant)
+        paid = await merchant.post(f"/test_helpers/checkout/sessions/{session['id']}/pay", json={})
+        assert paid.status_code == 200, paid.text
+        await receiver.wait_for(1)
+    assert (await parent.delete(f"/sandboxes/{created['id']}")).status_code == 200
+    clock.jump(32 * 86400)  # past the retry and the first monthly renewal
+    # The parent's retry and renewal arrive; the sandbox's would have by then.
+    arrived = await receivers["parent"].wait_for(3)
+    types = sorted(json.loads(a.body)["type"] for a in arrived)
+    assert types == ["checkout.session.paid", "checkout.session.paid", "subscription.charged"]
+    await server.running.service.dispatcher.wait_for_attempts(4)
+    assert len(receivers["sandbox"].received) == 1
+    await server.shutdown()
+
+
+async def test_a_deleted_sandboxs_key_is_refused_at_once_by_two_processes(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    services = []
+    for name in ("a", "b"):
+        cwd = tmp_path / name
+        cwd.mkdir()
+        services.append(
+            ServiceProcess(cwd=cwd, database_url=postgres_url, settings={"SECRET_KEY": TEST_SECRET})
+        )
+    try:
+        async with open_database(postgres_url, 3) as db:
+            made = await create_merchant(db, "Two hosts", "sandboxes-two@example.com")
+        async with trio.open_nursery() as starting:
+            for service in services:
+                starting.start_soon(service.start)
+        a, b = (
+            httpx.AsyncClient(base_url=service.url + "/api/v1", timeout=30) for service in services
+        )
+        async with a, b:
+            parent = {"Authorization": f"Bearer {made.api_key}"}
+            created = await a.post("/sandboxes", json={"name": "shard"}, headers=parent)
+            assert created.status_code == 201, created.text
+            key = {"Authorization": f"Bearer {created.json()['api_key']}"}
+            for api in (a, b):  # each process has served (and touched) the key
+                assert (await api.get("/checkout/sessions", headers=key)).status_code == 200
+            session = await b.post("/checkout/sessions", json=valid_body(), headers=key)
+            assert session.status_code == 201
+            deleted = await b.delete(f"/sandboxes/{created.json()['id']}", headers=parent)
+            assert deleted.status_code == 200, deleted.text
+            for api in (a, b):
+                refused = await api.get("/checkout/sessions", headers=key)
+                assert refused.status_code == 401, refused.text
+                page = await api.get(
+                    services[0].url + f"/checkout/{session.json()['id']}", follow_redirects=False
+                )
+                assert page.status_code == 404
+        for service in services:
+            assert service.errors_logged() == []
+    finally:
+        for service in services:
+            service.kill()
+
+
+async def test_a_sandboxs_test_customer_locks_and_rate_limit_are_its_own(
+    nursery: trio.Nursery, settings: Settings
+) -> None:
+    server = await start_server(
+        nursery, attrs.evolve(settings, rate_limit_burst=20, rate_limit_per_second=0.001)
+    )
+    parent = await server.merchant()
+    _, sandbox = await make_sandbox(parent)
+    locked, free = await create(sandbox), await create(parent)
+    customer = Customer(server)
+    for _ in range(5):
+        await customer.pay(locked["id"], "TEST-0001", "0000")
+    refused = await customer.pay(locked["id"], "TEST-0001", "1234")
+    assert "locked" in (message(refused) or "")
+    # The parent's customer with the same code is not stopped by the sandbox's test run.
+    assert (await customer.pay(free["id"], "TEST-0001", "1234")).status_code == 303
+    await customer.close()
+    # The parent's key runs out of requests; the sandbox's key has a bucket of its own.
+    statuses = [(await parent.get("/balance")).status_code for _ in range(30)]
+    assert statuses[-1] == 429
+    assert (await sandbox.get("/balance")).status_code == 200
+    await server.shutdown()
+
+
+async def test_a_sandboxs_event_stream_carries_only_its_events(server: Server) -> None:
+    parent = await server.merchant()
+    _, sandbox = await make_sandbox(parent)
+    async with open_stream(server.url, sandbox.key) as stream:
+        await create_subscription(parent)
+        mine = await create_subscription(sandbox)
+        frame = await stream.next()
+        assert frame["data"]["object"]["id"] == mine["id"], frame
+
+
+async def test_a_delivery_in_flight_when_its_sandbox_is_deleted_is_dropped_cleanly(
+    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(nursery, settings, clock=TrioClock())
+    parent = await server.merchant()
+    created, sandbox = await make_sandbox(parent)
+    hanging, later = await start_receiver(nursery), await start_receiver(nursery)
+    hanging.script = lambda n: "hang"  # held until the dispatcher's 10 s timeout
+    await add_endpoint(sandbox, hanging.url, ["checkout.session.paid"])
+    await add_endpoint(parent, later.url, ["checkout.session.paid"])
+    session = await create(sandbox)
+    paid = await sandbox.post(f"/test_helpers/checkout/sessions/{session['id']}/pay", json={})
+    assert paid.status_code == 200, paid.text
+    await hanging.wait_for(1)
+    # Deleted while the dispatcher holds its lease and waits for the receiver.
+    assert (await parent.delete(f"/sandboxes/{created['id']}")).status_code == 200
+    clock.jump(3600)
+    # The dispatcher goes on: the parent's next payment is delivered.
+    mine = await create(parent)
+    paid = await parent.post(f"/test_helpers/checkout/sessions/{mine['id']}/pay", json={})
+    assert paid.status_code == 200, paid.text
+    (arrived,) = await later.wait_for(1)
+    assert json.loads(arrived.body)["data"]["object"]["id"] == mine["id"]
+    assert len(hanging.received) == 1
+    assert (await server.client.get(server.url + "/readyz")).status_code == 200
+    assert await server.db.read(_anywhere, [created["id"], session["id"]]) == []
+    await server.shutdown()
