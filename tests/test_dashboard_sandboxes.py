@@ -15,6 +15,7 @@ import pytest
 import trio
 from fgcpay.admin import create_merchant, set_password
 from fgcpay.domain import dashboard as dashboard_rules
+from fgcpay.domain import limits
 from fgcpay.domain.dashboard import DashboardSession
 from fgcpay.domain.sandboxes import SandboxRequest
 from fgcpay.storage import dashboard_sessions
@@ -180,8 +181,8 @@ async def test_the_list_is_paged_as_the_other_lists(server: Server) -> None:
 async def test_past_the_limit_the_form_says_so_and_makes_nothing(
     server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The limit (`Sandboxes.most`, 1,000 in the service) is 2 here: the same check.
-    monkeypatch.setattr(server.running.service.sandboxes, "most", 2)
+    # The limit (1,000; read at each create) is 2 here: the same check.
+    monkeypatch.setattr(limits, "MAX_LIVE_SANDBOXES", 2)
     merchant, dashboard = await _merchant(server)
     for name in ("one", "two"):
         assert (await dashboard.submit(PAGE, {"name": name})).status_code == 201
