@@ -1,6 +1,7 @@
 """Operator actions shared by the command line and the tests: creating merchants, managing
 their API keys, lifting wrong-PIN locks, reading the webhook delivery log, reviewing
-refunds and verifying the balance's running totals against the ledger."""
+refunds, verifying the balance's running totals against the ledger and managing a
+merchant's sandboxes."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import AsyncIterator
 
 import attrs
 import trio
+from fgcpay.accounts.sandboxes import Sandboxes
 from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessionActor
 from fgcpay.actors.refund_desk import RefundDesk
@@ -31,6 +33,7 @@ from fgcpay.domain.merchants import (
     password_problem,
 )
 from fgcpay.domain.refunds import Refund
+from fgcpay.domain.sandboxes import Sandbox
 from fgcpay.domain.secret_box import SecretBox
 from fgcpay.storage import Database, merchants
 from fgcpay.storage import balances as balance_rows
@@ -318,3 +321,38 @@ async def verify_ledger(db: Database, merchant_id: str | None = None) -> list[Le
         )
         for recount in recounts
     ]
+
+
+class SandboxInputError(Exception):
+    """The operator's input names no merchant to act on; the message says why."""
+
+
+def sandboxes(db: Database, settings: Settings) -> Sandboxes:
+    """Sandbox operations for the command line: the same as the API's (`service.sandboxes`);
+    a sandbox's expiry is a durable timer the running service picks up from the database."""
+    return Sandboxes(db, SystemClock())
+
+
+async def sandbox_parent(db: Database, merchant_id: str) -> Merchant:
+    """The merchant whose sandboxes the operator names (`--merchant`)."""
+    merchant = await db.read(merchants.merchant_by_id, merchant_id)
+    if merchant is None:
+        raise SandboxInputError(f"no merchant {merchant_id}")
+    return merchant
+
+
+async def all_sandboxes(
+    db: Database, settings: Settings, merchant_id: str
+) -> AsyncIterator[Sandbox]:
+    """Every sandbox of the merchant, newest first, read a page at a time through the same
+    pages as `GET /sandboxes`."""
+    await sandbox_parent(db, merchant_id)
+    found = sandboxes(db, settings)
+    after: str | None = None
+    while True:
+        page, has_more = await found.page(merchant_id, after, MAX_LIMIT)
+        for sandbox in page:
+            yield sandbox
+        if not has_more or not page:
+            return
+        after = page[-1].id

@@ -135,6 +135,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--object", help="one of its sessions, subscriptions or refunds (else new ones)"
     )
 
+    sandbox = subcommands.add_parser(
+        "sandbox", help="a merchant's sandboxes: isolated, disposable merchants for test runs"
+    )
+    sandbox_commands = sandbox.add_subparsers(dest="action", required=True)
+    make = sandbox_commands.add_parser(
+        "create", help="create a sandbox; prints it with its API key (shown once)"
+    )
+    make.add_argument("--merchant", required=True, help="the parent merchant's id (mer_...)")
+    make.add_argument("--name", help="a label for the sandbox (at most 100 characters)")
+    make.add_argument(
+        "--ttl",
+        type=int,
+        metavar="SECONDS",
+        help="delete it, with all its data, this long after it is made (60 to 604800)",
+    )
+    sandboxes = sandbox_commands.add_parser(
+        "list", help="list a merchant's sandboxes, newest first, one JSON object per line"
+    )
+    sandboxes.add_argument("--merchant", required=True, help="the parent merchant's id (mer_...)")
+    remove = sandbox_commands.add_parser(
+        "delete", help="delete a sandbox and every row of it: its key is 401 from now on"
+    )
+    remove.add_argument("--merchant", required=True, help="the parent merchant's id (mer_...)")
+    remove.add_argument("--sandbox", required=True, help="sandbox id (sbx_test_...)")
+
     ledger = subcommands.add_parser("ledger", help="the transaction ledger")
     ledger_commands = ledger.add_subparsers(dest="action", required=True)
     verify = ledger_commands.add_parser(
@@ -306,6 +331,12 @@ def _run(args: argparse.Namespace) -> int:
         return trio.run(commands.refund_review, settings, args.merchant, args.refund, args.action)
     if args.command == "trigger":
         return trio.run(commands.trigger, settings, args.merchant, args.event_type, args.object)
+    if args.command == "sandbox" and args.action == "create":
+        return trio.run(commands.sandbox_create, settings, args.merchant, args.name, args.ttl)
+    if args.command == "sandbox" and args.action == "list":
+        return trio.run(commands.sandbox_list, settings, args.merchant)
+    if args.command == "sandbox" and args.action == "delete":
+        return trio.run(commands.sandbox_delete, settings, args.merchant, args.sandbox)
     if args.command == "ledger" and args.action == "verify":
         return trio.run(commands.ledger_verify, settings, args.merchant)
     if args.command == "customer" and args.action == "unlock":

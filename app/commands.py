@@ -1,9 +1,10 @@
 """The operator commands that read or change what the database holds (`fgcpay merchant`,
-`key`, `webhook-endpoint`, `event`, `webhook`, `refund`, `ledger`, `customer`, `trigger`): each opens
-the database (`fgcpay.startup`), does its action through `fgcpay.admin` (or storage's
-reads), and prints what it did as JSON, one object a line, on standard output. A refusal
-is one line on standard error and exit status 2 (`ledger verify` exits 1 when it finds a
-difference). `fgcpay.cli` parses the arguments and calls them.
+`key`, `webhook-endpoint`, `event`, `webhook`, `refund`, `ledger`, `customer`, `trigger`,
+`sandbox`): each opens the database (`fgcpay.startup`), does its action through
+`fgcpay.admin` (or storage's reads), and prints what it did as JSON, one object a line,
+on standard output. A refusal is one line on standard error and exit status 2 (`ledger
+verify` exits 1 when it finds a difference; `sandbox` exits 1 when the service refuses
+the operation, as the API would). `fgcpay.cli` parses the arguments and calls them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from fgcpay.startup import database
 
 if TYPE_CHECKING:
     from fgcpay.core.settings import Settings
+    from fgcpay.domain.errors import ValidationFailed
     from fgcpay.domain.merchants import ApiKey
 
 
@@ -339,3 +341,76 @@ async def ledger_verify(settings: Settings, merchant_id: str | None) -> int:
               file=sys.stderr)  # fmt: skip
         return 1
     return 0
+
+
+# -- sandboxes: exit 1 for an operation the service refuses (the API's 403, 404 and 409,
+# as `code: message`), 2 for what the operator typed (an unknown merchant, a bad field).
+
+
+async def sandbox_create(
+    settings: Settings, merchant_id: str, name: str | None, ttl_seconds: int | None
+) -> int:
+    """`fgcpay sandbox create`: a sandbox of the merchant, printed as the API's create
+    answers it, its API key included (shown this once)."""
+    from fgcpay.admin import SandboxInputError, sandbox_parent, sandboxes
+    from fgcpay.domain.errors import ServiceError, ValidationFailed
+    from fgcpay.domain.sandboxes import parse_create, to_json
+
+    body: dict[str, Any] = {}
+    if name is not None:
+        body["name"] = name
+    if ttl_seconds is not None:
+        body["ttl_seconds"] = ttl_seconds
+    try:
+        asked = parse_create(body)
+    except ValidationFailed as error:
+        return fail(_field_problems(error))
+    async with database(settings) as db:
+        try:
+            parent = await sandbox_parent(db, merchant_id)
+            sandbox, api_key = await sandboxes(db, settings).create(parent, asked)
+        except SandboxInputError as error:
+            return fail(str(error))
+        except ServiceError as error:
+            return fail(f"{error.code}: {error.message}", 1)
+    print(json.dumps(to_json(sandbox, api_key)))
+    return 0
+
+
+async def sandbox_list(settings: Settings, merchant_id: str) -> int:
+    """`fgcpay sandbox list`: the merchant's sandboxes, newest first (never a key)."""
+    from fgcpay.admin import SandboxInputError, all_sandboxes
+    from fgcpay.domain.sandboxes import to_json
+
+    async with database(settings) as db:
+        try:
+            async for sandbox in all_sandboxes(db, settings, merchant_id):
+                print(json.dumps(to_json(sandbox)))
+        except SandboxInputError as error:
+            return fail(str(error))
+    return 0
+
+
+async def sandbox_delete(settings: Settings, merchant_id: str, sandbox_id: str) -> int:
+    """`fgcpay sandbox delete`: the sandbox and every row of it; its key is 401 from now on."""
+    from fgcpay.admin import SandboxInputError, sandbox_parent, sandboxes
+    from fgcpay.domain.errors import ServiceError
+    from fgcpay.domain.sandboxes import deleted_to_json
+
+    async with database(settings) as db:
+        try:
+            await sandbox_parent(db, merchant_id)
+            deleted = await sandboxes(db, settings).delete(merchant_id, sandbox_id)
+        except SandboxInputError as error:
+            return fail(str(error))
+        except ServiceError as error:
+            return fail(f"{error.code}: {error.message}", 1)
+    print(json.dumps(deleted_to_json(deleted.id)))
+    return 0
+
+
+def _field_problems(error: ValidationFailed) -> str:
+    """A 400's fields as the operator typed them: `--ttl: Must be ...`."""
+    options = {"name": "--name", "ttl_seconds": "--ttl"}
+    problems = "; ".join(f"{options.get(e.field, e.field)}: {e.message}" for e in error.errors)
+    return f"{error.code}: {problems}"

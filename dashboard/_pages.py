@@ -40,6 +40,7 @@ NAV = [
     ("dashboard.api_keys", "API keys"),
     ("dashboard.checkout_sessions", "Payments"),
     ("dashboard.webhooks_page", "Webhooks"),
+    ("dashboard.sandboxes", "Sandboxes"),
 ]
 
 View = Callable[..., Awaitable[Response]]

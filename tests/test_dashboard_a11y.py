@@ -105,6 +105,8 @@ async def _merchant_with_everything(
     (txn,) = (await merchant.get("/transactions")).json()["data"]
     event = (await merchant.get("/events", params={"type": "checkout.session.paid"})).json()
     (key,) = await server.db.read(merchants.api_keys_of, created.merchant.id)
+    sandbox = await merchant.post("/sandboxes", json={"name": "CI shard 1", "ttl_seconds": 3600})
+    assert sandbox.status_code == 201, sandbox.text
     return email, {
         "merchant": created.merchant.id,
         "key": key.id,
@@ -115,6 +117,7 @@ async def _merchant_with_everything(
         "refund": refund.json()["id"],
         "transaction": txn["id"],
         "event": event["data"][0]["id"],
+        "sandbox": sandbox.json()["id"],
     }
 
 
@@ -138,6 +141,8 @@ PAGES = {
     "transaction": "/dashboard/transactions/{transaction}",
     "events": "/dashboard/events",
     "event": "/dashboard/events/{event}",
+    "sandboxes": "/dashboard/sandboxes",
+    "sandbox-delete": "/dashboard/sandboxes/{sandbox}/delete",
     "not-found": "/dashboard/refunds/re_test_nothing",
 }
 
@@ -201,6 +206,12 @@ async def test_every_page_passes_the_audit_signed_in_with_data_and_signed_out(
             page.get_by_role("heading", name=heading).wait_for(timeout=WAIT_MS)
             assert page.get_by_label("API key").count() == 0
             problems += _checked(page, "api-key-already-created")
+            # A sandbox's key, shown once as a key is.
+            page.goto(server.url + "/dashboard/sandboxes")
+            page.get_by_label("Name (optional)").fill("CI shard 2")
+            page.get_by_role("button", name="Create sandbox").click()
+            page.get_by_role("button", name="Copy").wait_for(timeout=WAIT_MS)
+            problems += _checked(page, "sandbox-created")
             page.goto(server.url + PAGES["webhook"].format(**ids))
             page.get_by_role("button", name="Reveal secret").click()
             page.get_by_label("Signing secret").wait_for(timeout=WAIT_MS)
@@ -310,6 +321,22 @@ async def test_every_form_works_without_javascript_and_its_answer_passes_the_aud
             page.get_by_role("link", name="checkout.session.paid").click()
             click("Redeliver")
             answered("redelivered", "Redelivery queued: 1 new delivery")
+
+            # A sandbox: a bad time to live is refused; made, its key shown once; deleted.
+            page.get_by_role("link", name="Sandboxes").click()
+            page.get_by_label("Name (optional)").fill("CI shard 2")
+            page.get_by_label("Time to live in seconds (optional)").fill("59")
+            click("Create sandbox")
+            answered("sandbox refused", "Please correct the fields marked below.")
+            page.get_by_label("Time to live in seconds (optional)").fill("600")
+            click("Create sandbox")
+            answered("sandbox created", "shown only this once")
+            assert page.get_by_label("Sandbox API key").input_value().startswith("fp_test_")
+            page.get_by_role("link", name="back to sandboxes").click()
+            page.get_by_role("link", name="Delete CI shard 2").click()
+            click("Delete sandbox")
+            answered("sandbox deleted", "The sandbox is deleted")
+            assert page.get_by_role("row", name="CI shard 2").count() == 0
 
             # A form left open while the browser signed in again (another tab): refused.
             page.get_by_role("link", name="API keys").click()

@@ -116,6 +116,8 @@ async def _owned(server: Server, merchant: MerchantClient, receiver: Receiver) -
     sub = await create_subscription(merchant)
     (txn,) = (await merchant.get("/transactions")).json()["data"]
     event = (await merchant.get("/events")).json()["data"][0]
+    sandbox = await merchant.post("/sandboxes", json={"name": "shard"})
+    assert sandbox.status_code == 201, sandbox.text
     return {
         "api-keys": key.id,
         "webhooks": added.json()["id"],
@@ -125,6 +127,7 @@ async def _owned(server: Server, merchant: MerchantClient, receiver: Receiver) -
         "refunds": refund.json()["id"],
         "transactions": txn["id"],
         "events": event["id"],
+        "sandboxes": sandbox.json()["id"],
     }
 
 
@@ -136,7 +139,8 @@ async def _state(server: Server, merchant: MerchantClient, own: dict[str, str]) 
     sub = (await merchant.get(f"/subscriptions/{own['subscriptions']}")).json()["status"]
     events = (await merchant.get("/events")).json()["data"]
     deliveries = (await merchant.get("/webhook_deliveries")).json()["data"]
-    return keys, endpoints, refund, sub, len(events), len(deliveries)
+    sandboxes = (await merchant.get("/sandboxes")).json()["data"]
+    return keys, endpoints, refund, sub, len(events), len(deliveries), sandboxes
 
 
 def _token(page: httpx.Response) -> str:
