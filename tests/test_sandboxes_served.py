@@ -5,17 +5,22 @@ endpoint receives its events alone; a deleted sandbox's key is refused at once b
 worker and none of its rows remain (the database read directly, every table); the
 1,001st live sandbox is 409 and a sandbox's key cannot make one (403).
 
-Expiry needs the real clock (`ttl_seconds` is 60 at least): the in-process tests drive it
-with a MockClock, and `python -m bench sandboxes` times it against a served process."""
+Expiry: `ttl_seconds` is 60 at least and a served process has no clock to jump, so the
+minute is skipped by moving the sandbox's `expires_at` back in the database (while the
+service runs, and while it is down after a kill -9); the in-process tests drive the
+timer with a MockClock, and `python -m bench sandboxes` times a real minute."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +28,8 @@ import httpx
 import pytest
 import trio
 from fgcpay.webhooks import WebhookVerificationError, verify_delivery
-from helpers import CLIENT_TLS, subscription_body, valid_body
-from processes import FGCPAY, ServiceProcess, worker_pids
+from helpers import CLIENT_TLS, subscription_body, valid_body, wait_until
+from processes import FGCPAY, ServiceProcess, ended_within, worker_pids
 from receiver import start_receiver
 
 SANDBOX_ID = re.compile(r"sbx_test_[0-9A-Za-z]{24}")
@@ -66,9 +71,10 @@ async def made(api: httpx.AsyncClient, key: str, path: str, body: dict[str, Any]
 
 
 async def listed(api: httpx.AsyncClient, key: str, path: str) -> list[str]:
-    """The ids of every object of a list, page after page."""
+    """The ids of every object of a list, page after page (webhook endpoints, 16 at most,
+    come in one page: that list takes no paging)."""
     found: list[str] = []
-    params: dict[str, str | int] = {"limit": 100}
+    params: dict[str, str | int] = {} if path == "/webhook_endpoints" else {"limit": 100}
     while True:
         page = await api.get(path, params=params, headers=bearer(key))
         assert page.status_code == 200, (path, page.text)
@@ -76,6 +82,13 @@ async def listed(api: httpx.AsyncClient, key: str, path: str) -> list[str]:
         if not page.json()["has_more"]:
             return found
         params["starting_after"] = found[-1]
+
+
+async def balance_of(api: httpx.AsyncClient, key: str) -> dict[str, Any]:
+    """The balance, less its `as_of`."""
+    shown = await api.get("/balance", headers=bearer(key))
+    assert shown.status_code == 200, shown.text
+    return {k: v for k, v in shown.json().items() if k != "as_of"}
 
 
 async def at_once(count: int, job: Callable[[int], Awaitable[None]]) -> None:
@@ -91,7 +104,7 @@ async def at_once(count: int, job: Callable[[int], Awaitable[None]]) -> None:
 def database(url: str) -> Iterator[Callable[..., list[tuple[Any, ...]]]]:
     """The service's database opened beside it: a query function (`?` placeholders)."""
     if url.startswith("sqlite"):
-        conn = sqlite3.connect(url.split("///", 1)[1])
+        conn = sqlite3.connect(url.split("///", 1)[1], isolation_level=None)  # autocommit
         try:
             yield lambda sql, *args: conn.execute(sql, args).fetchall()
         finally:
@@ -99,8 +112,12 @@ def database(url: str) -> Iterator[Callable[..., list[tuple[Any, ...]]]]:
         return
     import psycopg
 
+    def pg_query(sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        cursor = pg.execute(sql.replace("?", "%s"), args)
+        return cursor.fetchall() if cursor.description is not None else []
+
     with psycopg.connect(url, autocommit=True) as pg:
-        yield lambda sql, *args: pg.execute(sql.replace("?", "%s"), args).fetchall()
+        yield pg_query
 
 
 def text_columns(query: Callable[..., list[tuple[Any, ...]]], sqlite: bool) -> dict[str, list[str]]:
@@ -250,7 +267,7 @@ async def test_fifty_sandboxes_made_at_once_each_see_only_their_own_objects_and_
                     "sandbox", f"shard {i}", None
                 )  # fmt: skip
             shown = await listed(api, parent, "/sandboxes")
-            assert sorted(shown) == sorted(s["id"] for s in sandboxes), "newest first, all"
+            assert sorted(shown) == sorted(s["id"] for s in sandboxes), "every one listed"
             one = await api.get(f"/sandboxes/{sandboxes[0]['id']}", headers=bearer(parent))
             assert one.status_code == 200 and "api_key" not in one.json(), "shown once"
             assert took < 30, took
@@ -277,7 +294,7 @@ async def test_fifty_sandboxes_made_at_once_each_see_only_their_own_objects_and_
                                    "object": objects["session"]["id"]})  # fmt: skip
                 for event in paid["events"]:
                     secrets[event] = objects["endpoint"]["secret"]
-                owned[n] = objects
+                owned[n] = objects | {"events": paid["events"]}
 
             await at_once(len(keys), fill)
 
@@ -303,6 +320,11 @@ async def test_fifty_sandboxes_made_at_once_each_see_only_their_own_objects_and_
                 objects = {e["data"]["object"]["id"] for e in events.json()["data"]}
                 mine = {owned[n]["session"]["id"], owned[n]["subscription"]["id"]}
                 assert objects == mine, (n, objects)
+                # The delivery log: the deliveries of its own event to its own endpoint.
+                log = await api.get("/webhook_deliveries", headers=bearer(key))
+                assert log.status_code == 200, log.text
+                sent = {(d["event_id"], d["endpoint_id"]) for d in log.json()["data"]}
+                assert sent == {(e, owned[n]["endpoint"]["id"]) for e in owned[n]["events"]}
                 balance = (await api.get("/balance", headers=bearer(key))).json()
                 assert (balance["paid_total_fgc"], balance["transaction_count"]) == ("12.50", 1)
 
@@ -349,6 +371,7 @@ async def test_a_deleted_sandboxs_key_is_refused_at_once_by_every_worker_and_non
             # an approved refund, an endpoint and its deliveries, idempotency records.
             parents = await made(api, parent, "/test_helpers/triggers",
                                  {"event_type": "checkout.session.paid"})  # fmt: skip
+            ledger = await balance_of(api, parent)
             await made(api, key, "/webhook_endpoints", {"url": receiver.url})
             session = await made(api, key, "/checkout/sessions", valid_body())
             events = []
@@ -397,8 +420,7 @@ async def test_a_deleted_sandboxs_key_is_refused_at_once_by_every_worker_and_non
             left = await trio.to_thread.run_sync(rows_left, service.database_url, merchant, ids)
             assert left == {}, left
             # The parent's own rows are untouched, and its ledger agrees with its balance.
-            balance = (await api.get("/balance", headers=bearer(parent))).json()
-            assert (balance["paid_total_fgc"], balance["transaction_count"]) == ("12.50", 1)
+            assert await balance_of(api, parent) == ledger
             again = await api.get(f"/checkout/sessions/{parents['object_id']}",
                                   headers=bearer(parent))  # fmt: skip
             assert again.status_code == 200
@@ -445,5 +467,75 @@ async def test_the_1001st_live_sandbox_is_409_until_one_is_deleted(
             assert again.status_code == 409, again.text
         assert took < 60, f"1,000 sandboxes made in {took:.1f} s"
         assert not service.errors_logged()
+    finally:
+        service.kill()
+
+
+# -- expiry ---------------------------------------------------------------------------------------
+
+
+def skip_the_minute(url: str, sandbox_id: str) -> None:
+    """As if the sandbox's 60 seconds had passed: its `expires_at` moved 61 s back."""
+    with database(url) as query:
+        query("UPDATE sandboxes SET expires_at = expires_at - 61000000 WHERE id = ?", sandbox_id)
+
+
+async def gone(api: httpx.AsyncClient, parent: str, sandbox: dict[str, Any]) -> None:
+    """Wait (5 s at most) until the parent's GET of the sandbox is 404, then check its key
+    is refused and nothing of it is left."""
+
+    async def absent() -> bool:
+        found = await api.get(f"/sandboxes/{sandbox['id']}", headers=bearer(parent))
+        assert found.status_code in (200, 404), found.text
+        return found.status_code == 404
+
+    # Another process's timer: polling what it serves is the only way to see it act.
+    await wait_until(absent, within=5, what=f"{sandbox['id']} deleted")
+    refused = await api.get("/balance", headers=bearer(sandbox["api_key"]))
+    assert refused.status_code == 401, refused.text
+    assert sandbox["id"] not in await listed(api, parent, "/sandboxes")
+
+
+async def test_a_sandbox_past_its_expires_at_is_deleted_by_the_timer_even_after_a_kill(
+    tmp_path: Path, database_url: str
+) -> None:
+    # The timer's longest sleep: a due time moved in the database is seen this soon.
+    service, parent = await started(tmp_path, database_url, EXPIRY_POLL_SECONDS="0.2")
+    try:
+        async with api_client(service) as api:
+            short, other, kept = [
+                await made(api, parent, "/sandboxes", {"ttl_seconds": ttl})
+                for ttl in (60, 60, 3600)
+            ]
+            for sandbox, ttl in ((short, 60), (other, 60), (kept, 3600)):
+                created, expires = (
+                    datetime.fromisoformat(sandbox[f].replace("Z", "+00:00"))
+                    for f in ("created_at", "expires_at")
+                )
+                assert (expires - created).total_seconds() == ttl, sandbox
+            session = await made(api, short["api_key"], "/checkout/sessions", valid_body())
+            merchant = merchant_of(service.database_url, session["id"])
+            ids = await trio.to_thread.run_sync(ids_of, service.database_url, merchant)
+
+            # While the service runs.
+            await trio.to_thread.run_sync(skip_the_minute, service.database_url, short["id"])
+            await gone(api, parent, short)
+            left = await trio.to_thread.run_sync(rows_left, service.database_url, merchant, ids)
+            assert left == {}, left
+
+            # Killed (-9) before the minute is up, started again after it: the due time
+            # is in the database, and the restarted service deletes it.
+            assert service.process is not None
+            workers = worker_pids(service.process.pid)
+            assert await service.stop(signal.SIGKILL) == -signal.SIGKILL
+            for pid in workers:  # their master gone, the workers are killed as it was
+                os.kill(pid, signal.SIGKILL)
+            assert ended_within(workers, 10)
+            await trio.to_thread.run_sync(skip_the_minute, service.database_url, other["id"])
+            await service.start()
+            await gone(api, parent, other)
+            alive = await api.get(f"/sandboxes/{kept['id']}", headers=bearer(parent))
+            assert alive.status_code == 200, "one not yet expired stays"
+            assert (await api.get("/balance", headers=bearer(kept["api_key"]))).status_code == 200
     finally:
         service.kill()

@@ -142,21 +142,22 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
         rounds, before, during = [], [], []
         for n in range(p.rounds):
             sandbox_id, merchant = await loaded(conn, db, parent, p, n)
+            held = await trio.to_thread.run_sync(left, db, merchant)
             await quiet()
             answered, gone, ahead, meanwhile = await deletion(
                 server.port, db, parent, neighbour, sandbox_id, merchant, p.before_seconds
             )
-            rounds.append((gone, answered))
+            rounds.append((gone, answered, held))
             before += ahead
             during += meanwhile
-            log(f"round {n}: DELETE answered in {answered * 1000:.0f} ms, no row left after "
+            log(f"round {n}: {held:,} rows; DELETE answered in {answered * 1000:.0f} ms, no row left after "
                 f"{gone * 1000:.0f} ms; neighbour p99 {percentile(ahead, 99):.2f} ms before, "
                 f"{percentile(meanwhile, 99):.2f} ms during (n={len(meanwhile)})")  # fmt: skip
         await conn.aclose()
         worst = max(rounds)
-        each = ", ".join(f"{g:.2f} s (answered {a * 1000:.0f} ms)" for g, a in rounds)
+        each = ", ".join(f"{g:.2f} s (answered {a * 1000:.0f} ms)" for g, a, _ in rounds)
         size = f"{p.sessions:,} sessions, {p.subscriptions:,} subscriptions"
-        ctx.add(b, "delete", worst[0], f"{size}; {p.rounds} round(s): {each}")
+        ctx.add(b, "delete", worst[0], f"{size}, {worst[2]:,} rows; {p.rounds} round(s): {each}")
         p99_before, p99_during = percentile(before, 99), percentile(during, 99)
         ctx.add(b, "neighbour", p99_during / p99_before,
                 f"p99 {p99_during:.2f} ms during (n={len(during)}) vs {p99_before:.2f} ms "
