@@ -231,6 +231,11 @@ class ActorHost:
         """How many actors are active now."""
         return len(self._actors)
 
+    def live_ids(self, kind: str) -> list[str]:
+        """The ids of the actors of `kind` active now (a sandbox's deletion tells its own
+        to read storage again, so that none answers from memory afterwards)."""
+        return [actor_id for (of_kind, actor_id) in self._actors if of_kind == kind]
+
     def load(self) -> ActorLoad:
         """Active actors by kind and the messages waiting for them, now."""
         live = dict.fromkeys(self._behaviours, 0)

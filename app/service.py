@@ -20,6 +20,7 @@ import attrs
 import trio
 from fgcpay import server
 from fgcpay.accounts import Accounts
+from fgcpay.accounts.sandboxes import Sandboxes
 from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessionActor, CheckoutSessions
 from fgcpay.actors.ledger import Ledger
@@ -51,6 +52,7 @@ from fgcpay.storage import (
 )
 from fgcpay.timers.expiry import ExpirySweeper
 from fgcpay.timers.renewals import RenewalSweeper
+from fgcpay.timers.sandboxes import SandboxExpiry
 from fgcpay.timers.test_clock_advances import TestClockAdvances
 from fgcpay.web import limits
 from fgcpay.web.plumbing import protocol_error_answer
@@ -92,6 +94,8 @@ class Service:
     refunds: Refunds
     ledger: Ledger
     accounts: Accounts
+    sandboxes: Sandboxes
+    sandbox_expiry: SandboxExpiry
     event_streams: EventStreams
     receiver_checks: ReceiverChecks
     _touched: dict[str, int] = attrs.field(factory=dict)
@@ -146,6 +150,12 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
             # A clock a dead process left advancing is one more durable timer.
             advances = TestClockAdvances(db, actors, clock, nursery, settings.expiry_poll_seconds)
             status_hub = StatusHub()
+            sandboxes = Sandboxes(db, clock, actors)
+            # Expired sandboxes, and deletions a process left unfinished, one more timer.
+            sandbox_expiry = SandboxExpiry(
+                db, clock, supervisor, sandboxes.expire, settings.expiry_poll_seconds
+            )
+            sandboxes.on_created = sandbox_expiry.schedule
             event_streams = EventStreams(db, clock, EventBells())
             box = SecretBox(settings.secret_key)
             dispatcher = WebhookDispatcher(
@@ -240,6 +250,8 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
                 refunds=Refunds(db=db, host=actors),
                 ledger=Ledger(db=db),
                 accounts=Accounts(db, clock, settings.secret_key),
+                sandboxes=sandboxes,
+                sandbox_expiry=sandbox_expiry,
                 event_streams=event_streams,
                 # The dispatcher's resolver, looked up at each check (a test stands in for DNS).
                 receiver_checks=ReceiverChecks(
@@ -255,6 +267,7 @@ async def open_service(settings: Settings, clock: Clock | None = None) -> AsyncI
             await nursery.start(sweeper.run)
             await nursery.start(renewals.run)
             await nursery.start(advances.run)
+            await nursery.start(sandbox_expiry.run)
             await nursery.start(dispatcher.run)
             await nursery.start(run_housekeeping, db, clock, supervisor)
             await nursery.start(service.rate_limiter.run)

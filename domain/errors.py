@@ -76,6 +76,17 @@ class Unauthenticated(ServiceError):
     code = "invalid_api_key"
 
 
+class Forbidden(ServiceError):
+    status = 403
+    code = "forbidden"
+
+
+class SandboxesNotAllowed(Forbidden):
+    """A sandbox's key asking for sandboxes: a sandbox cannot make (or list) sandboxes."""
+
+    code = "sandboxes_not_allowed"
+
+
 class NotFound(ServiceError):
     status = 404
     code = "not_found"
@@ -135,6 +146,12 @@ class TestClockLimitReached(Conflict):
 
     __test__ = False
     code = "test_clock_limit_reached"
+
+
+class SandboxLimitReached(Conflict):
+    """The merchant has as many live sandboxes as one may (details: `{"limit"}`)."""
+
+    code = "sandbox_limit_reached"
 
 
 class PayloadTooLarge(ServiceError):

@@ -87,6 +87,10 @@ def transaction_id() -> str:
     return "txn_test_" + random_base62(24)
 
 
+def sandbox_id() -> str:
+    return "sbx_test_" + random_base62(24)
+
+
 def event_id() -> str:
     return "evt_" + random_base62(24)
 

@@ -39,6 +39,12 @@ MAX_ACTIVE_API_KEYS_PER_MERCHANT = 100
 # the keys page lists the most recent of them only (`fgcpay key list` prints all).
 MOST_REVOKED_API_KEYS_SHOWN = 20
 
+# A merchant's live sandboxes (`POST /sandboxes`): each is a merchant of its own whose rows
+# deleting it removes, and a CI run makes one per shard or per test session. 1,000 is far
+# past any run's parallelism (Stripe allows five per account) and keeps a parent's list
+# and a careless loop bounded; deleting one (or its expiry) frees its place.
+MAX_LIVE_SANDBOXES = 1_000
+
 # A hosted page's websockets: each holds a connection, a task and a slot in the status
 # hub, and the page's id is in its URL, unauthenticated. A customer has a tab or two open;
 # 20 per page and process is a generous ceiling. All pages' sockets of one process are

@@ -20,6 +20,7 @@ from . import (
     metrics,
     openapi,
     refunds,
+    sandboxes,
     subscriptions,
     test_clocks,
     test_helpers,
@@ -39,6 +40,7 @@ BLUEPRINTS: tuple[Blueprint, ...] = (
     webhooks.blueprint,
     event_stream.blueprint,
     deliveries.blueprint,
+    sandboxes.blueprint,
 )
 
 

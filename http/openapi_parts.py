@@ -122,6 +122,12 @@ ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
         '`{"reason": "customer_blocked"}` for `TEST-0003`); nothing changed.',
         (),
     ),
+    403: (
+        "Forbidden",
+        "403 `sandboxes_not_allowed`: a sandbox's key asking for sandboxes (a sandbox cannot "
+        "make or manage sandboxes); nothing changed.",
+        (),
+    ),
     404: (
         "NotFound",
         "404 `not_found` (`subscription_not_found` for a subscription): unknown id, or one "
@@ -139,7 +145,8 @@ ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
         "`refund_already_reviewed` (approving or rejecting a refund already decided); "
         "`checkout_session_not_open` (a test helper paying or expiring a session that is not "
         "`created`, or paying one past `expires_at`); `subscription_not_approvable` (a test "
-        "helper approving a subscription that is not `paused`).",
+        "helper approving a subscription that is not `paused`); `sandbox_limit_reached` (the "
+        'merchant has 1,000 live sandboxes, the most one may; details: `{"limit"}`).',
         (),
     ),
     413: (

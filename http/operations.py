@@ -41,6 +41,8 @@ class Operation:
     # Looks up an id its body names (404 when the merchant has none by it, e.g. the
     # session a refund is for), beside any in its path.
     finds: bool = False
+    # Refuses some callers whatever they ask (403, e.g. a sandbox's key asking for sandboxes).
+    forbids: bool = False
     # Answers as a declining test customer would (402 `payment_declined`: a test helper).
     declines: bool = False
     # A websocket: the frames it sends (TypedDicts); success is 101, a plain request 426.
@@ -62,6 +64,8 @@ class Operation:
             statuses.add(409)
         if self.declines:
             statuses.add(402)
+        if self.forbids:
+            statuses.add(403)
         if self.websocket:
             statuses.add(426)
         return sorted(statuses)

@@ -357,7 +357,13 @@ def test_every_limit_is_in_the_api_reference() -> None:
         ("active API keys per merchant", limits.MAX_ACTIVE_API_KEYS_PER_MERCHANT),
         ("websockets per hosted page", limits.MAX_STATUS_SOCKETS_PER_PAGE),
         ("websockets of all hosted pages", limits.MAX_STATUS_SOCKETS_PER_PROCESS),
+        ("live sandboxes per merchant", limits.MAX_LIVE_SANDBOXES),
     ):
         assert re.search(rf"^\| {label} \| {value:,}\b", section, re.M), label
-    for code in ("test_clock_advance_too_far", "test_clock_limit_reached", "invalid_json"):
+    for code in (
+        "test_clock_advance_too_far",
+        "test_clock_limit_reached",
+        "invalid_json",
+        "sandbox_limit_reached",
+    ):
         assert code in section

@@ -170,6 +170,7 @@ def _template(path: str) -> str:
         (r"/test_helpers/refunds/[^/]+/reject", "/test_helpers/refunds/{refund_id}/reject"),
         (r"/refunds/[^/]+", "/refunds/{refund_id}"),
         (r"/transactions/[^/]+", "/transactions/{transaction_id}"),
+        (r"/sandboxes/[^/]+", "/sandboxes/{sandbox_id}"),
     ):
         if found := re.fullmatch(pattern, path):
             action = found.group(1) if found.re.groups else ""
@@ -539,5 +540,23 @@ async def test_every_answer_of_every_operation_matches_the_generated_document(
     assert (await call("get", "/events/stream", params={"after": "x"})).status_code == 400
     assert (await call("get", "/events/stream", key="fp_test_x")).status_code == 401
     checker.check_schema(frames, {"object": "ping", "at": "2026-11-24T10:00:00.000Z"}, "ping")
+
+    # Sandboxes: create (replayed, refused), list, retrieve, delete; a sandbox's key 403.
+    keyed = {"Idempotency-Key": "sandbox-1"}
+    made = await call("post", "/sandboxes", json={"name": "shard"}, headers=keyed)
+    assert made.status_code == 201, made.text
+    assert (await call("post", "/sandboxes", json={"name": "shard"}, headers=keyed)).content == (
+        made.content
+    )
+    assert (await call("post", "/sandboxes", json={"ttl_seconds": 1})).status_code == 400
+    made_id, made_key = made.json()["id"], made.json()["api_key"]
+    assert (await call("post", "/sandboxes", json={}, key=made_key)).status_code == 403
+    assert (await call("get", "/sandboxes", key=made_key)).status_code == 403
+    assert (await call("get", "/sandboxes")).json()["data"]
+    assert (await call("get", "/sandboxes", params={"starting_after": "x"})).status_code == 400
+    assert (await call("get", f"/sandboxes/{made_id}")).json()["id"] == made_id
+    assert (await call("get", f"/sandboxes/sbx_test_{FAKE}")).status_code == 404
+    assert (await call("delete", f"/sandboxes/{made_id}")).json()["deleted"] is True
+    assert (await call("delete", f"/sandboxes/{made_id}")).status_code == 404
 
     assert checker.unseen_successes() == []

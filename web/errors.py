@@ -58,6 +58,8 @@ ERROR_CODES = (
     "payment_declined",
     "checkout_session_not_open",
     "subscription_not_approvable",
+    "sandboxes_not_allowed",
+    "sandbox_limit_reached",
     "request_timeout",
     "request_header_fields_too_large",
     "payload_too_large",

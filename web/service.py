@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from fgcpay.accounts import Accounts
+from fgcpay.accounts.sandboxes import Sandboxes
 from fgcpay.actors import ActorHost
 from fgcpay.actors.checkout_session import CheckoutSessions
 from fgcpay.actors.ledger import Ledger
@@ -58,6 +59,8 @@ class Service(Protocol):
     def ledger(self) -> Ledger: ...
     @property
     def accounts(self) -> Accounts: ...
+    @property
+    def sandboxes(self) -> Sandboxes: ...
     @property
     def status_hub(self) -> StatusHub: ...
     @property

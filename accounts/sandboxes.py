@@ -1,0 +1,200 @@
+"""Sandboxes: a merchant's disposable merchants of its own (contract, "Sandboxes"):
+creating one with its key, reading and listing them, and deleting one with every row of
+it (`storage.sandboxes` says in which order, and why a crash leaves a state `finish`
+completes). The durable timer (`fgcpay.timers.sandboxes`) calls `finish` for expired
+sandboxes and for deletions a process did not finish."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import attrs
+import trio
+from fgcpay.actors import ActorHost
+from fgcpay.actors import subscription as subscription_actor
+from fgcpay.core.clock import Clock
+from fgcpay.core.logs import log_event
+from fgcpay.domain import errors, ids, limits
+from fgcpay.domain import sandboxes as rules
+from fgcpay.domain.idempotency import Completion
+from fgcpay.domain.merchants import Merchant, new_api_key
+from fgcpay.domain.sandboxes import Sandbox, SandboxRequest
+from fgcpay.storage import Database
+from fgcpay.storage import sandboxes as rows
+from fgcpay.storage.owned import OwnedRows
+
+# Rows one delete statement removes at most (each batch its own transaction): on
+# PostgreSQL a batch's row locks (this sandbox's rows only) are held for one short
+# transaction; on SQLite the writer is held for one batch at a time, other merchants'
+# writes going in between.
+BATCH = 1000
+# Passes over the tables before leaving the rest to the timer: a pass finds rows again
+# only when something of the sandbox was written while it ran (a customer paying on a
+# hosted page of it, a renewal already under way); a write racing a batch may also fail
+# a batch on a foreign key, and the next pass takes it.
+PASSES = 5
+
+Answer = Callable[[Sandbox, str], Completion | None]
+
+
+def _found(sandbox_id: str) -> errors.NotFound:
+    return errors.NotFound("No such sandbox.", {"id": sandbox_id[:64]})
+
+
+@attrs.define(eq=False)
+class Sandboxes:
+    db: Database
+    clock: Clock
+    host: ActorHost | None = None  # its actors are told to forget a deleted sandbox's
+    # Called with a sandbox's `expires_at` when one is made: the timer wakes for it.
+    on_created: Callable[[int], None] = lambda expires_at: None
+    _rows: OwnedRows[Sandbox] = attrs.field(
+        init=False, factory=lambda: OwnedRows(rules.SANDBOX_PREFIX, "sandbox", rows.of_parent)
+    )
+
+    async def check_allowed(self, merchant_id: str) -> None:
+        """403 `sandboxes_not_allowed` when the merchant is a sandbox's own."""
+        if await self.db.read(rows.is_sandbox, merchant_id):
+            raise _not_allowed()
+
+    async def create(
+        self, parent: Merchant, request: SandboxRequest, answer: Answer | None = None
+    ) -> tuple[Sandbox, str]:
+        """A new sandbox of `parent` and its raw API key (shown this once), with
+        `answer(sandbox, key)` (the request's idempotent answer, if any) stored in the same
+        transaction. 403 when `parent` is itself a sandbox's merchant, 409
+        `sandbox_limit_reached` when it has `limits.MAX_LIVE_SANDBOXES` live ones (nothing written)."""
+        most = limits.MAX_LIVE_SANDBOXES  # read at each create (a test may lower it)
+        now = self.clock.now_us()
+        merchant_id = ids.merchant_id()
+        sandbox = rules.new_sandbox(
+            request,
+            sandbox_id=ids.sandbox_id(),
+            parent_id=parent.id,
+            merchant_id=merchant_id,
+            now_us=now,
+        )
+        # Its hosted pages show the parent's business name, as the parent's own would.
+        merchant = Merchant(
+            id=merchant_id, name=parent.name, email=rules.sandbox_email(merchant_id), created_at=now
+        )
+        key = new_api_key(merchant_id, now, name="sandbox")
+        completion = answer(sandbox, key.raw) if answer is not None else None
+        refused = await self.db.write(
+            rows.insert_within, sandbox, merchant, key.record, completion, most
+        )
+        if refused == rows.NOT_ALLOWED:
+            raise _not_allowed()
+        if refused == rows.LIMIT_REACHED:
+            raise errors.SandboxLimitReached(
+                f"You have {most:,} live sandboxes, the most one merchant may have:"
+                " delete one you no longer need (or let one expire), then try again.",
+                {"limit": most},
+            )
+        if sandbox.expires_at is not None:
+            self.on_created(sandbox.expires_at)
+        return sandbox, key.raw
+
+    async def get(self, parent_id: str, sandbox_id: str) -> Sandbox:
+        """The parent's live sandbox; 404 for an unknown id, another's, or a deleted one."""
+        return await self._rows.get(self.db, parent_id, sandbox_id)
+
+    async def page(
+        self, parent_id: str, starting_after: str | None, limit: int
+    ) -> tuple[list[Sandbox], bool]:
+        """One page of the parent's live sandboxes, newest first, and whether more follow."""
+        return await self._rows.page(
+            self.db,
+            parent_id,
+            starting_after,
+            limit,
+            lambda tx, after, n: rows.page(tx, parent_id, after, n),
+        )
+
+    async def delete(self, parent_id: str, sandbox_id: str) -> Sandbox:
+        """Delete the parent's sandbox with every row of it; the sandbox as it was. 404
+        as `get`. From the first write on its key is refused in every process; once this
+        returns none of its rows remain (unless a database failure cut it short: the
+        timer then finishes it)."""
+        if not ids.looks_like_id(sandbox_id, rules.SANDBOX_PREFIX, 24):
+            raise _found(sandbox_id)
+        sandbox = await self.db.write(rows.begin_delete, sandbox_id, self.clock.now_us(), parent_id)
+        if sandbox is None:
+            raise _found(sandbox_id)
+        log_event("sandbox deleting", sandbox=sandbox.id, merchant=sandbox.merchant_id)
+        # Shielded: a client gone mid-way does not leave the rows to the timer.
+        with trio.CancelScope(shield=True):
+            try:
+                await self.finish(sandbox.id, sandbox.merchant_id)
+            except Exception as error:  # marked deleted: the timer finishes it
+                log_event(
+                    "a sandbox's deletion is left to the timer",
+                    logging.WARNING,
+                    sandbox=sandbox.id,
+                    error_type=type(error).__name__,
+                )
+        return sandbox
+
+    async def expire(self, sandbox_id: str, merchant_id: str) -> bool:
+        """The timer's step for one due sandbox: mark it deleted if still live (it
+        expired), then remove its rows; whether it is gone."""
+        await self.db.write(rows.begin_delete, sandbox_id, self.clock.now_us())
+        return await self.finish(sandbox_id, merchant_id)
+
+    async def finish(self, sandbox_id: str, merchant_id: str) -> bool:
+        """Remove every row of a sandbox marked deleted, table by table in batches, then
+        its merchant and sandbox rows; whether it is gone (False: rows were written
+        meanwhile pass after pass, left to the timer). Its live actors in this process
+        are told to read storage again, so none answers from memory afterwards."""
+        forget = await self._live_subscriptions(merchant_id)
+        try:
+            for attempt in range(PASSES):
+                try:
+                    for step in rows.STEPS:
+                        while await self.db.write(rows.delete_batch, merchant_id, step, BATCH):
+                            pass
+                except Exception as error:  # a foreign key raced by a write: pass again
+                    if attempt == PASSES - 1:
+                        raise
+                    log_event(
+                        "a sandbox's deletion pass failed; passing again",
+                        logging.WARNING,
+                        sandbox=sandbox_id,
+                        error_type=type(error).__name__,
+                    )
+                    continue
+                if await self.db.write(rows.finish, sandbox_id, merchant_id):
+                    log_event("sandbox deleted", sandbox=sandbox_id, merchant=merchant_id)
+                    return True
+            return False
+        finally:
+            await self._forget(forget)
+
+    async def _live_subscriptions(self, merchant_id: str) -> list[str]:
+        if self.host is None:
+            return []
+        live = self.host.live_ids(subscription_actor.KIND)
+        if not live:
+            return []
+        return await self.db.read(rows.owned, "subscriptions", merchant_id, live)
+
+    async def _forget(self, subscription_ids: list[str]) -> None:
+        # A live actor of a deleted subscription would answer from memory: it reads
+        # storage again (finds nothing) and passivates. Checkout sessions' actors hold no
+        # timer; any write of theirs is conditional on the row and fails cleanly.
+        if self.host is None:
+            return
+        for subscription_id in subscription_ids:
+            try:
+                await self.host.tell(
+                    subscription_actor.KIND, subscription_id, subscription_actor.Reload()
+                )
+            except errors.ServiceError:
+                pass  # shutting down: nothing left to answer from memory
+
+
+def _not_allowed() -> errors.SandboxesNotAllowed:
+    return errors.SandboxesNotAllowed(
+        "A sandbox's API key cannot make or manage sandboxes: use its parent merchant's key."
+    )
