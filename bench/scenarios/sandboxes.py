@@ -1,10 +1,10 @@
 """Sandboxes (issue 31): `POST /sandboxes` one at a time; a sandbox holding `sessions`
 sessions, `subscriptions` subscriptions and their events (each delivered once, with its
 attempt) deleted, timed from the DELETE to no row of it left, while another merchant
-creates checkout sessions one at a time, their p99 against the same merchant's just
-before, in the same round; and one sandbox with the shortest `ttl_seconds` (60), watched
-until it is gone, on the service's own expiry settings. docs/performance.md,
-"Sandboxes"."""
+creates checkout sessions from `neighbours` connections, their p99 against the same
+merchant's just before, in the same round; and one sandbox with the shortest
+`ttl_seconds` (60), watched until it is gone, on the service's own expiry settings.
+docs/performance.md, "Sandboxes"."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ FIGURES = {
     "expiry": Spec("sandbox gone after its expires_at (ttl_seconds 60)", "s", 60.0),
 }  # fmt: skip
 FULL = {"creates": 500, "warmup": 20, "sessions": 10_000, "subscriptions": 1000, "rounds": 3,
-        "before_seconds": 3.0, "expiry": 1}  # fmt: skip
+        "before_seconds": 3.0, "neighbours": 4, "expiry": 1}  # fmt: skip
 # --quick leaves expiry out (a minute of waiting); `--set expiry=1` brings it back.
 QUICK = {"creates": 50, "warmup": 5, "sessions": 1000, "subscriptions": 100, "rounds": 1,
          "before_seconds": 1.0, "expiry": 0}  # fmt: skip
@@ -67,7 +67,8 @@ async def loaded(conn: Connection, db: Db, key: str, p: Any, seed: int) -> tuple
 
 
 async def creating(port: int, key: str, took: list[float], until: trio.Event) -> None:
-    """Checkout sessions created one at a time until `until`: each one's ms."""
+    """Checkout sessions created one at a time on one connection until `until`: each
+    one's ms."""
     conn, body = Connection("127.0.0.1", port), json.dumps(CREATE_BODY).encode()
     while not until.is_set():
         r = expect(await conn.request("POST", CREATE_PATH, api(key), body), 201, "create")
@@ -76,21 +77,25 @@ async def creating(port: int, key: str, took: list[float], until: trio.Event) ->
 
 
 async def deletion(port: int, db: Db, parent: str, neighbour: str, sandbox_id: str,
-                   merchant: str, before_seconds: float) -> tuple[float, float, list[float], list[float]]:  # fmt: skip
-    """The neighbour's creates for `before_seconds`, then the DELETE while it goes on: the
-    seconds to the DELETE's answer and to no row left, and the neighbour's ms before and
-    during (the requests that ended while the deletion ran)."""
+                   merchant: str, p: Any) -> tuple[float, float, list[float], list[float]]:  # fmt: skip
+    """The neighbour's creates from `p.neighbours` connections for `p.before_seconds`,
+    then the DELETE while they go on: the seconds to the DELETE's answer and to no row
+    left, and the neighbour's ms before and during (the requests that ended while the
+    deletion ran). Several connections, the same number in both: a deletion of a few
+    hundred ms then holds enough creates for a p99."""
     before: list[float] = []
     enough = trio.Event()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(creating, port, neighbour, before, enough)
-        await trio.sleep(before_seconds)
+        for _ in range(p.neighbours):
+            nursery.start_soon(creating, port, neighbour, before, enough)
+        await trio.sleep(p.before_seconds)
         enough.set()
     during: list[float] = []
     done = trio.Event()
     conn = Connection("127.0.0.1", port)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(creating, port, neighbour, during, done)
+        for _ in range(p.neighbours):
+            nursery.start_soon(creating, port, neighbour, during, done)
         await trio.sleep(0.1)  # the neighbour under way
         count = len(during)
         started = clock()
@@ -145,7 +150,7 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
             held = await trio.to_thread.run_sync(left, db, merchant)
             await quiet()
             answered, gone, ahead, meanwhile = await deletion(
-                server.port, db, parent, neighbour, sandbox_id, merchant, p.before_seconds
+                server.port, db, parent, neighbour, sandbox_id, merchant, p
             )
             rounds.append((gone, answered, held))
             before += ahead
