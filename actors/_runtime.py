@@ -76,6 +76,14 @@ class Message(Generic[R_co]):
     __slots__ = ()
 
 
+class Reread(Message[None]):
+    """The runtime's own message: read the actor's state from storage again (its rows
+    were deleted under it: a sandbox's), and passivate if it then rests. Sent only to
+    actors live now (`reread_live`)."""
+
+    __slots__ = ()
+
+
 # Ids whose crashes are remembered, at most (but those quarantined now): see `_forget_quiet`.
 MAX_CRASH_RECORDS = 10_000
 
@@ -232,9 +240,21 @@ class ActorHost:
         return len(self._actors)
 
     def live_ids(self, kind: str) -> list[str]:
-        """The ids of the actors of `kind` active now (a sandbox's deletion tells its own
-        to read storage again, so that none answers from memory afterwards)."""
+        """The ids of the actors of `kind` active now."""
         return [actor_id for (of_kind, actor_id) in self._actors if of_kind == kind]
+
+    async def reread_live(self, kind: str, actor_ids: list[str]) -> None:
+        """Have each of these actors that is live now read its state from storage again
+        (after its rows were deleted: it then finds none, rests and passivates, so none
+        answers from memory or writes afterwards); starts none that is not live."""
+        for actor_id in actor_ids:
+            actor = self._actors.get((kind, actor_id))
+            if actor is None:
+                continue
+            try:
+                await actor.send.send(_Envelope(Reread(), None))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # it passivated meanwhile: its next start reads storage anyway
 
     def load(self) -> ActorLoad:
         """Active actors by kind and the messages waiting for them, now."""
@@ -417,6 +437,11 @@ class ActorHost:
                             continue
                         if current.abandoned:
                             continue  # its asker gave up before it began: nothing to do
+                        if isinstance(current.message, Reread):
+                            state = await behaviour.activate(actor_id)
+                            if behaviour.resting(state) and _empty(actor):
+                                return  # passivate; `finally` closes the mailbox at once
+                            continue
                         state, finished = await self._handle(behaviour, actor_id, state, current)
                         if _done_with(actor, current) or (
                             finished and behaviour.resting(state) and _empty(actor)

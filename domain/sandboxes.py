@@ -169,16 +169,13 @@ class DeletedSandboxWire(TypedDict):
 
 
 def to_json(sandbox: Sandbox, api_key: str | None = None) -> dict[str, Any]:
-    """The sandbox as the API shows it; `api_key` only in the create's answer."""
-    body: dict[str, Any] = {
-        "id": sandbox.id,
-        "object": "sandbox",
-        "name": sandbox.name,
-        "created_at": iso_ms(sandbox.created_at),
-        "expires_at": None if sandbox.expires_at is None else iso_ms(sandbox.expires_at),
-    }
+    """The sandbox as the API shows it; `api_key` only in the create's answer (in the
+    contract's order: after `name`)."""
+    body: dict[str, Any] = {"id": sandbox.id, "object": "sandbox", "name": sandbox.name}
     if api_key is not None:
         body["api_key"] = api_key
+    body["created_at"] = iso_ms(sandbox.created_at)
+    body["expires_at"] = None if sandbox.expires_at is None else iso_ms(sandbox.expires_at)
     return body
 
 

@@ -141,7 +141,9 @@ def merchant_by_id(tx: Tx, merchant_id: str) -> Merchant | None:
 
 
 def all_merchants(tx: Tx) -> list[Merchant]:
-    rows = tx.fetch("SELECT * FROM merchants ORDER BY created_at, id")
+    """Every merchant account (`fgcpay merchant list`); sandboxes' own merchants are
+    listed with their parent's sandboxes instead (`fgcpay sandbox list`)."""
+    rows = tx.fetch("SELECT * FROM merchants WHERE sandbox_of IS NULL ORDER BY created_at, id")
     return [_merchant(row) for row in rows]
 
 

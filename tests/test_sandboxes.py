@@ -15,6 +15,8 @@ import httpx
 import pytest
 import trio
 import trio.testing
+from fgcpay.actors import checkout_session as checkout_session_actor
+from fgcpay.actors import subscription as subscription_actor
 from fgcpay.admin import CreatedMerchant, create_merchant, verify_ledger
 from fgcpay.core.clock import TrioClock
 from fgcpay.core.settings import Settings
@@ -22,6 +24,7 @@ from fgcpay.domain import ids
 from fgcpay.domain.merchants import Merchant, new_api_key
 from fgcpay.domain.sandboxes import SandboxRequest, new_sandbox, sandbox_email
 from fgcpay.storage import Database, Tx, open_database
+from fgcpay.storage import merchants as merchant_rows
 from fgcpay.storage import sandboxes as sandbox_rows
 from helpers import (
     TEST_SECRET,
@@ -523,3 +526,40 @@ async def test_a_delivery_in_flight_when_its_sandbox_is_deleted_is_dropped_clean
     assert (await server.client.get(server.url + "/readyz")).status_code == 200
     assert await server.db.read(_anywhere, [created["id"], session["id"]]) == []
     await server.shutdown()
+
+
+async def test_a_deleted_sandboxs_live_actors_passivate(server: Server) -> None:
+    service = server.running.service
+    parent = await server.merchant()
+    created, sandbox = await make_sandbox(parent)
+    session, subscription = await create(sandbox), await create_subscription(sandbox)
+    kept = await create(parent)
+    for made in (session, kept):  # each session's actor started, and live
+        assert await service.checkout.settled(made["id"]) is not None
+    await service.actors.ask(
+        subscription_actor.KIND, subscription["id"], subscription_actor.Snapshot()
+    )
+    live = {
+        checkout_session_actor.KIND: [session["id"], kept["id"]],
+        subscription_actor.KIND: [subscription["id"]],
+    }
+    for kind, actor_ids in live.items():
+        assert set(actor_ids) <= set(service.actors.live_ids(kind))
+    assert (await parent.delete(f"/sandboxes/{created['id']}")).status_code == 200
+
+    async def passivated() -> bool:
+        return not (
+            session["id"] in service.actors.live_ids(checkout_session_actor.KIND)
+            or subscription["id"] in service.actors.live_ids(subscription_actor.KIND)
+        )
+
+    await wait_until(passivated, within=10, what="the sandbox's actors passivated")
+    assert kept["id"] in service.actors.live_ids(checkout_session_actor.KIND)
+
+
+async def test_the_operators_merchant_list_leaves_sandboxes_out(server: Server) -> None:
+    parent = await server.merchant()
+    created, _ = await make_sandbox(parent)
+    listed = {m.id for m in await server.db.read(merchant_rows.all_merchants)}
+    assert parent.id in listed
+    assert await server.db.read(sandbox_rows.merchant_of, created["id"]) not in listed
