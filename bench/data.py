@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 from fgcpay.domain import ids, periods, refunds
 from fgcpay.domain.checkout import CREATED, EXPIRED, PAID, CheckoutSession
+from fgcpay.domain.events import Event, new_event
 from fgcpay.domain.money import format_fgc
 from fgcpay.domain.subscriptions import ACTIVE, Subscription
 from fgcpay.domain.transactions import PAYMENT, SUBSCRIPTION_CHARGE, Transaction
@@ -173,3 +174,66 @@ def ledger(merchant: str, count: int, refundable: int, rng: random.Random) -> Le
         refundable=[str(t.checkout_session_id) for t in untouched[:refundable]],
         one=str(max(untouched[refundable:], key=operator.attrgetter("amount_minor")).checkout_session_id),
     )  # fmt: skip
+
+
+EVENTS = "id, merchant_id, type, resource_id, sequence, body, created_at"
+DELIVERIES = ("id, event_id, endpoint_id, merchant_id, status, attempts, next_attempt_at, "
+              "lease_owner, lease_expires_at, created_at, updated_at")  # fmt: skip
+ATTEMPTS = "id, delivery_id, attempted_at, response_status, latency_ms, error, response_body"
+
+
+def delivered(events: list[Event], endpoint: str) -> list[Table]:
+    """Each event delivered to `endpoint` at its first attempt (200): the deliveries and
+    their attempts, as the dispatcher leaves them."""
+    deliveries, attempts = [], []
+    for e in events:
+        delivery = "whd_" + ids.random_base62(24)
+        deliveries.append((delivery, e.id, endpoint, e.merchant_id, "succeeded", 1, e.created_at,
+                           None, None, e.created_at, e.created_at + 5000))  # fmt: skip
+        attempts.append(("att_" + ids.random_base62(24), delivery, e.created_at + 5000, 200, 5,
+                         None, "ok"))  # fmt: skip
+    return [("deliveries", DELIVERIES, deliveries), ("delivery_attempts", ATTEMPTS, attempts)]
+
+
+def busy_merchant(
+    merchant: str, endpoint: str, count: int, subs: int, rng: random.Random
+) -> list[Table]:
+    """A CI run's worth of one merchant's rows (a sandbox about to be deleted): `count`
+    sessions over the last day (80 % open, 15 % paid with their payments, 5 % expired),
+    `subs` active monthly subscriptions charged once, their events (a session's paid or
+    expired; a subscription's created, activated, charged), each delivered to `endpoint`
+    once, and the balance's totals."""
+    end = now_us() - 10 * MINUTE
+    start = end - 23 * 60 * MINUTE
+    made, payments, events = [], [], []
+    for i in range(count):
+        roll = rng.random()
+        status = CREATED if roll < 0.8 else PAID if roll < 0.95 else EXPIRED
+        s = session(
+            merchant, status, start + (end - start) * i // count, rng.randrange(100, 100_000)
+        )
+        made.append(s)
+        if status == PAID:
+            payments.append(Transaction(id=ids.transaction_id(), merchant_id=merchant, kind=PAYMENT,
+                                        checkout_session_id=s.id, customer_code="TEST-0001",
+                                        amount_minor=s.amount_minor, currency="FGC",
+                                        created_at=s.paid_at or 0))  # fmt: skip
+        if status != CREATED:
+            events.append(new_event(ids.event_id(), merchant, f"checkout.session.{status}", s.id, 2,
+                                    {"id": s.id, "object": "checkout.session"}, s.updated_at))  # fmt: skip
+    anchor = now_us() - 31 * DAY
+    plans = [subscription(merchant, anchor, 1, 1250, n) for n in range(subs)]
+    charged = [c for sub in plans for c in charges(sub)]
+    for sub in plans:
+        for n, kind in enumerate(("created", "activated", "charged")):
+            events.append(new_event(ids.event_id(), merchant, f"subscription.{kind}", sub.id, n + 1,
+                                    {"id": sub.id, "object": "subscription"}, anchor + n))  # fmt: skip
+    paid = sum(t.amount_minor for t in payments + charged)
+    return [
+        table("checkout_sessions", checkout_sessions.COLUMNS, made),
+        table("subscriptions", subscriptions.COLUMNS, plans),
+        table("transactions", transactions.COLUMNS, payments + charged),
+        ("balance_shards", BALANCE, [(merchant, 0, paid, 0, 0, len(payments) + len(charged))]),
+        table("events", EVENTS, events),
+        *delivered(events, endpoint),
+    ]
