@@ -54,13 +54,17 @@ async def sandbox(conn: Connection, key: str, body: dict[str, Any]) -> dict[str,
     return made
 
 
-async def loaded(conn: Connection, db: Db, key: str, p: Any, seed: int) -> tuple[str, str]:
-    """A sandbox with an endpoint and its rows loaded: (its id, its merchant's id)."""
+async def loaded(port: int, db: Db, key: str, p: Any, seed: int) -> tuple[str, str]:
+    """A sandbox with an endpoint and its rows loaded: (its id, its merchant's id). On a
+    connection of its own: loading the rows can outlast the server's keep-alive (5 s),
+    which would close a connection kept across rounds."""
+    conn = Connection("127.0.0.1", port)
     made = await sandbox(conn, key, {"name": f"loaded {seed}"})
     body = json.dumps({"url": NOWHERE}).encode()
     r = await conn.request("POST", "/api/v1/webhook_endpoints", api(made["api_key"]), body)
     endpoint = json.loads(expect(r, 201, "POST /webhook_endpoints").body)["id"]
     merchant = db.value("SELECT merchant_id FROM webhook_endpoints WHERE id = ?", endpoint)
+    await conn.aclose()
     rows = busy_merchant(merchant, endpoint, p.sessions, p.subscriptions, random.Random(seed))
     await trio.to_thread.run_sync(db.load, rows)
     return made["id"], merchant
@@ -146,7 +150,7 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
 
         rounds, before, during = [], [], []
         for n in range(p.rounds):
-            sandbox_id, merchant = await loaded(conn, db, parent, p, n)
+            sandbox_id, merchant = await loaded(server.port, db, parent, p, n)
             held = await trio.to_thread.run_sync(left, db, merchant)
             await quiet()
             answered, gone, ahead, meanwhile = await deletion(
