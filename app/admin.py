@@ -11,11 +11,8 @@ from collections.abc import AsyncIterator
 import attrs
 import trio
 from fgcpay.accounts.sandboxes import Sandboxes
-from fgcpay.actors import ActorHost
-from fgcpay.actors.checkout_session import CheckoutSessionActor
-from fgcpay.actors.refund_desk import RefundDesk
+from fgcpay.actors.command_host import command_host
 from fgcpay.actors.refunds import Refunds
-from fgcpay.actors.subscription import SubscriptionActor
 from fgcpay.core.clock import SystemClock
 from fgcpay.core.settings import Settings
 from fgcpay.domain import balances, customers, ids, limits
@@ -257,17 +254,7 @@ async def review_refund(
         raise RefundInputError(f"no merchant {merchant_id}")
     clock = SystemClock()
     # The running service's dispatcher finds the events on its next poll.
-    desk = RefundDesk(db, clock, lambda refund: None)
-    host = ActorHost()
-    for behaviour in (
-        CheckoutSessionActor(
-            db, clock, settings.secret_key, settings.public_url, lambda session: None, desk
-        ),
-        SubscriptionActor(
-            db, clock, settings.secret_key, settings.public_url, lambda sub: None, desk
-        ),
-    ):
-        host.register(behaviour)
+    host = command_host(db, clock, settings)
     outcome: Refund | ServiceError
     async with trio.open_nursery() as nursery:
         await nursery.start(host.run)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import attrs
 import trio
-from fgcpay.actors import ActorHost
-from fgcpay.actors.checkout_session import CheckoutSessionActor, CheckoutSessions
-from fgcpay.actors.refund_desk import RefundDesk
+from fgcpay.actors.checkout_session import CheckoutSessions
+from fgcpay.actors.command_host import command_host
 from fgcpay.actors.refunds import Refunds
-from fgcpay.actors.subscription import SubscriptionActor, Subscriptions
+from fgcpay.actors.subscription import Subscriptions
 from fgcpay.actors.test_clocks import TestClocks
 from fgcpay.core.clock import Clock, SystemClock
 from fgcpay.core.settings import Settings
@@ -45,17 +44,7 @@ async def trigger_offline(
     if await db.read(merchants.merchant_by_id, merchant_id) is None:
         raise TriggerInputError(f"no merchant {merchant_id}")
     clock = SystemClock()
-    desk = RefundDesk(db, clock, lambda refund: None)
-    host = ActorHost()
-    for behaviour in (
-        CheckoutSessionActor(
-            db, clock, settings.secret_key, settings.public_url, lambda session: None, desk
-        ),
-        SubscriptionActor(
-            db, clock, settings.secret_key, settings.public_url, lambda sub: None, desk
-        ),
-    ):
-        host.register(behaviour)
+    host = command_host(db, clock, settings)
     outcome: Triggered | ServiceError
     async with trio.open_nursery() as nursery:
         await nursery.start(host.run)
