@@ -98,10 +98,14 @@ class Connection:
 # -- a receiver that answers 200 at once --------------------------------------------------
 
 Handler = Callable[[str, str, list[tuple[bytes, bytes]], bytes, float], object]
+# (headers, body) -> the whole raw answer to send
+Responder = Callable[[list[tuple[bytes, bytes]], bytes], bytes]
 _OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
 
 
-async def _serve_connection(stream: trio.SocketStream, on_request: Handler) -> None:
+async def _serve_connection(
+    stream: trio.SocketStream, on_request: Handler, respond: Responder | None
+) -> None:
     buf = bytearray()
     try:
         while True:
@@ -123,7 +127,7 @@ async def _serve_connection(stream: trio.SocketStream, on_request: Handler) -> N
                 buf += data
             body = bytes(buf[:length])
             del buf[:length]
-            await stream.send_all(_OK)
+            await stream.send_all(_OK if respond is None else respond(headers, body))
             on_request(method, target, headers, body, arrived)
     except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
         return
@@ -132,14 +136,18 @@ async def _serve_connection(stream: trio.SocketStream, on_request: Handler) -> N
 
 
 async def serve_ok(
-    port: int, on_request: Handler, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    port: int,
+    on_request: Handler,
+    *,
+    respond: Responder | None = None,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Answer every request on 127.0.0.1:port with 200 at once (keep-alive), then call
-    `on_request(method, target, headers, body, arrived_at)`, `arrived_at` being when the
-    request's headers were complete."""
+    """Answer every request on 127.0.0.1:port at once (keep-alive): 200, or what
+    `respond(headers, body)` makes; then call `on_request(method, target, headers, body,
+    arrived_at)`, `arrived_at` being when the request's headers were complete."""
 
     async def handler(stream: trio.SocketStream) -> None:
-        await _serve_connection(stream, on_request)
+        await _serve_connection(stream, on_request, respond)
 
     listeners = await trio.open_tcp_listeners(port, host="127.0.0.1", backlog=1024)
     async with trio.open_nursery() as nursery:

@@ -1,6 +1,7 @@
 """The receiver check (`POST /api/v1/webhook_endpoints/{id}/check`) against a correct
-receiver in this process: a raw trio server that verifies each delivery with fgcpay's
-`verify` (both families, 300 s either way) and answers 200 or 400, on 127.0.0.1. Each
+receiver in this process on 127.0.0.1 (`minihttp.serve_ok` answering as `_verifying`
+says: 200 when fgcpay's `verify` accepts a delivery, both families, 300 s either way,
+else 400). Each
 check is eight deliveries, one after another; measured from the request's send to its
 answer, `checks` times after `warmup`, one at a time. Every report must pass all eight.
 """
@@ -9,13 +10,14 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from typing import Any
 
 import trio
 from fgcpay.domain.signing import WebhookVerificationError, verify
 
 from ..core import Backend, Window, free_port, percentile, quiet
-from ..minihttp import Connection
+from ..minihttp import Connection, Responder, serve_ok
 from ..suite import Ctx, Spec
 
 ABOUT = "POST /webhook_endpoints/{id}/check (8 deliveries) against a local verifying receiver"
@@ -28,37 +30,18 @@ _OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 _REFUSED = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 4\r\n\r\nnope"
 
 
-async def _serve(stream: trio.SocketStream, secret: str) -> None:
-    """HTTP/1.1 with keep-alive and Content-Length bodies: what the webhook client sends."""
-    buf = bytearray()
-    try:
-        while True:
-            while (at := buf.find(b"\r\n\r\n")) < 0:
-                if not (data := await stream.receive_some(65536)):
-                    return
-                buf += data
-            _, *lines = bytes(buf[:at]).decode("latin-1").split("\r\n")
-            del buf[: at + 4]
-            headers = {
-                k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines)
-            }
-            length = int(headers.get("content-length", "0"))
-            while len(buf) < length:
-                if not (data := await stream.receive_some(65536)):
-                    return
-                buf += data
-            body = bytes(buf[:length])
-            del buf[:length]
-            try:
-                verify(body, headers, secret, now=int(time.time()))
-            except WebhookVerificationError:
-                await stream.send_all(_REFUSED)
-            else:
-                await stream.send_all(_OK)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        return
-    finally:
-        await trio.aclose_forcefully(stream)
+def _verifying(secret: str) -> Responder:
+    """A receiver's answer: 200 when fgcpay's `verify` accepts the delivery, else 400."""
+
+    def respond(headers: list[tuple[bytes, bytes]], body: bytes) -> bytes:
+        named = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers}
+        try:
+            verify(body, named, secret, now=int(time.time()))
+        except WebhookVerificationError:
+            return _REFUSED
+        return _OK
+
+    return respond
 
 
 async def _check(api: Connection, path: str, auth: dict[str, str]) -> float:
@@ -80,8 +63,9 @@ async def run(ctx: Ctx, b: Backend, p: Any) -> None:
     auth = {"Authorization": f"Bearer {key}"}
     took: list[float] = []
     async with trio.open_nursery() as nursery:
-        listeners = await trio.open_tcp_listeners(port, host="127.0.0.1")
-        await nursery.start(trio.serve_listeners, lambda s: _serve(s, made["secret"]), listeners)
+        await nursery.start(
+            partial(serve_ok, port, lambda *request: None, respond=_verifying(made["secret"]))
+        )
         async with b.serve() as server:
             await quiet()
             api = Connection("127.0.0.1", server.port)
