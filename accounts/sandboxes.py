@@ -111,19 +111,24 @@ class Sandboxes:
         return sandbox, key.raw
 
     async def get(self, parent_id: str, sandbox_id: str) -> Sandbox:
-        """The parent's live sandbox; 404 for an unknown id, another's, or a deleted one."""
-        return await self._rows.get(self.db, parent_id, sandbox_id)
+        """The parent's live sandbox; 404 for an unknown id, another's, a deleted one, or
+        one past its `expires_at` (the timer deletes it within a minute)."""
+        sandbox = await self._rows.get(self.db, parent_id, sandbox_id)
+        if rules.expired(sandbox, self.clock.now_us()):
+            raise _found(sandbox_id)
+        return sandbox
 
     async def page(
         self, parent_id: str, starting_after: str | None, limit: int
     ) -> tuple[list[Sandbox], bool]:
         """One page of the parent's live sandboxes, newest first, and whether more follow."""
+        now = self.clock.now_us()
         return await self._rows.page(
             self.db,
             parent_id,
             starting_after,
             limit,
-            lambda tx, after, n: rows.page(tx, parent_id, after, n),
+            lambda tx, after, n: rows.page(tx, parent_id, after, n, now),
         )
 
     async def delete(self, parent_id: str, sandbox_id: str) -> Sandbox:

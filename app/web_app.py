@@ -31,7 +31,9 @@ def create_app(service: Service) -> QuartTrio:
     app.url_map.merge_slashes = False
     plumbing.attach(app, service)
     errors.register_error_handlers(
-        app, {"/dashboard": dashboard.error_page, "/checkout": hosted_page.error_page}
+        app,
+        {"/dashboard": dashboard.error_page, "/checkout": hosted_page.error_page},
+        explain=plumbing.key_refused_meanwhile,
     )
     plumbing.install(app)
     api.register(app)

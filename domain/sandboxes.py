@@ -101,6 +101,12 @@ def new_sandbox(
     )
 
 
+def expired(sandbox: Sandbox, now_us: int) -> bool:
+    """Whether the sandbox is past its `expires_at`: no longer shown, counted or deleted
+    by its parent (the timer deletes it within a minute)."""
+    return sandbox.expires_at is not None and sandbox.expires_at <= now_us
+
+
 def sandbox_email(merchant_id: str) -> str:
     """The (unused, unique) email of a sandbox's merchant row."""
     return f"{merchant_id}@{SANDBOX_EMAIL_DOMAIN}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from fgcpay.domain.customers import (
     FAILURE_WINDOW_US,
+    GLOBAL_SCOPE,
     LOCK_US,
     MAX_FAILURES,
     Customer,
@@ -80,13 +81,21 @@ def reserve_attempt(tx: Tx, scope: str, code: str, now_us: int) -> PinAttempt:
     a crash or a cancellation in the process gives it back with `release_attempt`.)
     """
     window_start = now_us - FAILURE_WINDOW_US
+    # A merchant's counter only while the merchant exists: an attempt racing its
+    # sandbox's deletion (its session's actor still in memory in some process) must not
+    # leave a row of it behind; it finds no counter and is refused as busy.
     tx.execute(
         "INSERT INTO pin_failures"
         " (scope, customer_code, failures, in_flight, window_started_at, locked_until)"
-        " VALUES (?, ?, 0, 0, ?, NULL) ON CONFLICT (scope, customer_code) DO NOTHING",
+        " SELECT ?, ?, 0, 0, ?, NULL"
+        " WHERE ? = ? OR EXISTS (SELECT 1 FROM merchants WHERE id = ?)"
+        " ON CONFLICT (scope, customer_code) DO NOTHING",
         scope,
         code,
         now_us,
+        scope,
+        GLOBAL_SCOPE,
+        scope,
     )
     reserved = tx.execute(
         "UPDATE pin_failures SET"

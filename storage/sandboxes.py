@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import attrs
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.merchants import ApiKey, Merchant
-from fgcpay.domain.sandboxes import Sandbox
+from fgcpay.domain.sandboxes import Sandbox, expired
 
 from . import idempotency, merchants
 from ._database import LockKey, Row, Tx, locks
@@ -46,10 +46,15 @@ def is_sandbox(tx: Tx, merchant_id: str) -> bool:
     return tx.fetchval("SELECT sandbox_of FROM merchants WHERE id = ?", merchant_id) is not None
 
 
-def live_count(tx: Tx, parent_id: str) -> int:
+# Live: not deleted and not past its `expires_at` (the timer deletes one that is within a
+# minute; meanwhile it is neither shown nor counted). Parameter: now.
+_LIVE = "deleted_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
+
+
+def live_count(tx: Tx, parent_id: str, now_us: int) -> int:
     return int(
         tx.fetchval(
-            "SELECT COUNT(*) FROM sandboxes WHERE parent_id = ? AND deleted_at IS NULL", parent_id
+            f"SELECT COUNT(*) FROM sandboxes WHERE parent_id = ? AND {_LIVE}", parent_id, now_us
         )
     )
 
@@ -81,7 +86,7 @@ def insert_within(
     SQLite has one writer."""
     if is_sandbox(tx, sandbox.parent_id):
         return NOT_ALLOWED
-    if live_count(tx, sandbox.parent_id) >= most:
+    if live_count(tx, sandbox.parent_id, sandbox.created_at) >= most:
         return LIMIT_REACHED
     tx.execute(
         "INSERT INTO merchants (id, name, email, password_hash, created_at, sandbox_of)"
@@ -104,7 +109,8 @@ def insert_within(
 
 
 def of_parent(tx: Tx, parent_id: str, sandbox_id: str) -> Sandbox | None:
-    """The parent's live sandbox `sandbox_id` (None: unknown, another's, or deleted)."""
+    """The parent's sandbox `sandbox_id` not deleted, expired or not (None: unknown,
+    another's, or deleted): a list's cursor may name one that expired since."""
     row = tx.fetchrow(
         f"SELECT {COLUMNS} FROM sandboxes WHERE id = ? AND parent_id = ? AND deleted_at IS NULL",
         sandbox_id,
@@ -113,10 +119,12 @@ def of_parent(tx: Tx, parent_id: str, sandbox_id: str) -> Sandbox | None:
     return None if row is None else from_row(row)
 
 
-def page(tx: Tx, parent_id: str, after: tuple[int, str] | None, limit: int) -> list[Sandbox]:
+def page(
+    tx: Tx, parent_id: str, after: tuple[int, str] | None, limit: int, now_us: int
+) -> list[Sandbox]:
     """The parent's live sandboxes newest first, after the cursor position `after`."""
-    where = "parent_id = ? AND deleted_at IS NULL"
-    args: list[object] = [parent_id]
+    where = f"parent_id = ? AND {_LIVE}"
+    args: list[object] = [parent_id, now_us]
     if after is not None:
         where += " AND (created_at, id) < (?, ?)"
         args += [after[0], after[1]]
@@ -131,14 +139,15 @@ def page(tx: Tx, parent_id: str, after: tuple[int, str] | None, limit: int) -> l
 def begin_delete(
     tx: Tx, sandbox_id: str, now_us: int, parent_id: str | None = None
 ) -> Sandbox | None:
-    """Mark the live sandbox deleted (only if `parent_id`'s, when given), delete its keys
-    and their rate-limit buckets, and clear its subscriptions' due times; the sandbox, or
-    None when there is no such live sandbox (nothing written)."""
+    """Mark the sandbox deleted, delete its keys and their rate-limit buckets, and clear
+    its subscriptions' due times; the sandbox, or None when there is no such sandbox not
+    yet deleted (nothing written). With `parent_id` (its parent's DELETE), only that
+    parent's live one: one past `expires_at` is the timer's."""
     row = tx.fetchrow(f"SELECT {COLUMNS} FROM sandboxes WHERE id = ?", sandbox_id)
     if row is None:
         return None
     sandbox = from_row(row)
-    if parent_id is not None and sandbox.parent_id != parent_id:
+    if parent_id is not None and (sandbox.parent_id != parent_id or expired(sandbox, now_us)):
         return None
     marked = tx.execute(
         "UPDATE sandboxes SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL",

@@ -20,7 +20,15 @@ from fgcpay.actors import authorization
 from fgcpay.actors.checkout_session import CheckoutSessionActor
 from fgcpay.core.clock import TrioClock
 from fgcpay.core.settings import Settings
-from fgcpay.storage import Database, checkout_sessions, customers, open_database, transactions
+from fgcpay.domain.merchants import Merchant
+from fgcpay.storage import (
+    Database,
+    checkout_sessions,
+    customers,
+    merchants,
+    open_database,
+    transactions,
+)
 from fgcpay.storage import _open as storage_module
 from fgcpay.storage._database import Tx
 from fgcpay.storage._migrations import load_migrations
@@ -279,6 +287,8 @@ async def _assert_migrated(db: Database) -> None:
     # The global lock holds; the test customer's old shared lock no longer stops anyone.
     refused: Any = await db.write(customers.reserve_attempt, "", "REAL-0001", NOW_US)
     assert refused.locked
+    # A test customer's counter is its merchant's, made only while the merchant exists.
+    await db.write(merchants.insert_merchant, Merchant("mer_a", "A", "a@example.com", 0), None)
     test_customer = await db.write(customers.reserve_attempt, "mer_a", "TEST-0001", NOW_US)
     assert not test_customer.locked and test_customer.customer is not None
     # REAL-0002's two earlier failures still count: three more lock it.

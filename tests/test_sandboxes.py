@@ -18,13 +18,16 @@ import trio.testing
 from fgcpay.accounts import sandboxes as sandbox_accounts
 from fgcpay.actors import checkout_session as checkout_session_actor
 from fgcpay.actors import subscription as subscription_actor
+from fgcpay.actors.checkout_session import CheckoutSessions
 from fgcpay.admin import CreatedMerchant, create_merchant, verify_ledger
 from fgcpay.core.clock import TrioClock
 from fgcpay.core.settings import Settings
-from fgcpay.domain import ids
+from fgcpay.domain import ids, limits
+from fgcpay.domain.customers import PER_MERCHANT_CODES, lock_scope
 from fgcpay.domain.merchants import Merchant, new_api_key
 from fgcpay.domain.sandboxes import SandboxRequest, new_sandbox, sandbox_email
 from fgcpay.storage import Database, Tx, open_database
+from fgcpay.storage import customers as customer_rows
 from fgcpay.storage import merchants as merchant_rows
 from fgcpay.storage import sandboxes as sandbox_rows
 from helpers import (
@@ -196,7 +199,8 @@ async def test_the_1001st_live_sandbox_is_409_even_when_created_at_once(server: 
     assert refused.status_code == 409
     assert refused.json()["code"] == "sandbox_limit_reached"
     assert refused.json()["details"] == {"limit": 1000}
-    assert await server.db.read(sandbox_rows.live_count, parent.id) == 1000
+    now_us = server.running.service.clock.now_us()
+    assert await server.db.read(sandbox_rows.live_count, parent.id, now_us) == 1000
     # Deleting one frees its place.
     newest = (await parent.get("/sandboxes", params={"limit": "1"})).json()["data"][0]
     assert (await parent.delete(f"/sandboxes/{newest['id']}")).status_code == 200
@@ -612,3 +616,71 @@ async def test_a_deletion_the_request_could_not_finish_is_finished_by_the_timer(
     )
     assert await server.db.read(_anywhere, [created["id"]]) == []
     await server.shutdown()
+
+
+@pytest.mark.parametrize("idempotency_key", [None, "race-1"])
+async def test_a_write_authenticated_just_before_its_sandbox_went_is_401_and_leaves_nothing(
+    server: Server, monkeypatch: pytest.MonkeyPatch, idempotency_key: str | None
+) -> None:
+    # A request whose key was good when it arrived, the sandbox deleted (every row of it,
+    # its merchant's included) before its write: the write cannot land, and the answer is
+    # the 401 its key now gets, never a 500.
+    service = server.running.service
+    parent = await server.merchant()
+    created, sandbox = await make_sandbox(parent)
+    merchant_id = await server.db.read(sandbox_rows.merchant_of, created["id"])
+    real = CheckoutSessions.create
+
+    async def deleted_first(self: CheckoutSessions, session: Any, completion: Any) -> None:
+        await service.sandboxes.delete(parent.id, created["id"])
+        await real(self, session, completion)
+
+    monkeypatch.setattr(CheckoutSessions, "create", deleted_first)
+    headers = {} if idempotency_key is None else {"Idempotency-Key": idempotency_key}
+    raced = await sandbox.post("/checkout/sessions", json=valid_body(), headers=headers)
+    assert raced.status_code == 401, raced.text
+    assert raced.json()["code"] == "invalid_api_key"
+    assert await _gone(server.db, created)
+    assert merchant_id is not None
+    assert await server.db.read(_anywhere, [created["id"], merchant_id]) == []
+
+
+async def test_a_pin_attempt_racing_its_sandboxs_deletion_leaves_no_counter(
+    server: Server,
+) -> None:
+    # A hosted page's PIN attempt counted by an actor that still held the session in
+    # memory (in another process) after the sandbox was gone: the counter is not made
+    # for a merchant that no longer exists, so no row of the sandbox is left behind.
+    parent = await server.merchant()
+    created, _ = await make_sandbox(parent)
+    merchant_id = await server.db.read(sandbox_rows.merchant_of, created["id"])
+    assert merchant_id is not None
+    assert (await parent.delete(f"/sandboxes/{created['id']}")).status_code == 200
+    code = sorted(PER_MERCHANT_CODES)[0]
+    scope = lock_scope(code, merchant_id)
+    attempt = await server.db.write(customer_rows.reserve_attempt, scope, code, 1)
+    assert attempt.locked and attempt.customer is None  # no PIN is compared for it
+    assert await server.db.read(_anywhere, [merchant_id]) == []
+
+
+def _expire_now(tx: Tx, sandbox_id: str) -> None:
+    # Past its expires_at, the timer not yet come for it (it comes within a minute).
+    tx.execute("UPDATE sandboxes SET expires_at = created_at WHERE id = ?", sandbox_id)
+
+
+async def test_a_sandbox_past_expires_at_is_neither_shown_nor_counted_before_it_goes(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parent = await server.merchant()
+    expired, _ = await make_sandbox(parent, ttl_seconds=3600)
+    kept, _ = await make_sandbox(parent, ttl_seconds=3600)
+    await server.db.write(_expire_now, expired["id"])
+    assert (await parent.get(f"/sandboxes/{expired['id']}")).status_code == 404
+    listed = (await parent.get("/sandboxes")).json()["data"]
+    assert [s["id"] for s in listed] == [kept["id"]]
+    # Not live, so not counted: a place is free for a new one.
+    monkeypatch.setattr(limits, "MAX_LIVE_SANDBOXES", 2)
+    made = await parent.post("/sandboxes")
+    assert made.status_code == 201, made.text
+    # Nor deleted by its parent: it is the timer's now, as it would be a minute later.
+    assert (await parent.delete(f"/sandboxes/{expired['id']}")).status_code == 404

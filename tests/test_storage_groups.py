@@ -31,6 +31,7 @@ from fgcpay import storage
 from fgcpay.admin import create_merchant
 from fgcpay.domain.customers import lock_scope
 from fgcpay.domain.dashboard import DashboardSession
+from fgcpay.domain.merchants import Merchant
 from fgcpay.storage import (
     Tx,
     customers,
@@ -148,6 +149,10 @@ async def test_two_writers_lock_the_pin_counters_of_two_merchants_in_one_order(
     a_holds, a_released = threading.Event(), threading.Event()
     results: dict[str, Any] = {}
     async with open_database(postgres_url, 3) as a, open_database(postgres_url, 3) as b:
+        # A test customer's counter is its merchant's, made only while the merchant exists.
+        for merchant_id in (one, two):
+            made = Merchant(merchant_id, merchant_id, f"{merchant_id}@example.com", 0)
+            await a.write(merchants.insert_merchant, made, None)
 
         async def write(name: str, db: Any, *call: Any) -> None:
             results[name] = await db.write(*call)

@@ -43,15 +43,30 @@ async def authenticate(db: Database, authorizations: Sequence[str]) -> Principal
         raise _invalid("Live mode is not enabled. Use a test key (fp_test_...).")
     if not ids.looks_like_id(token, ids.API_KEY_PREFIX, KEY_BODY_LENGTH):
         raise _invalid()
-    key_hash = ids.api_key_hash(token)
+    found, refused = await _look_up(db, ids.api_key_hash(token))
+    if refused is not None:
+        raise refused
+    assert found is not None
+    return found
+
+
+async def refusal_now(db: Database, caller: Principal) -> errors.Unauthenticated | None:
+    """The 401 `caller`'s key would get if the request came now (revoked, or its merchant
+    deleted with its sandbox while the request ran), or None while the key still holds."""
+    return (await _look_up(db, caller.api_key.key_hash))[1]
+
+
+async def _look_up(
+    db: Database, key_hash: str
+) -> tuple[Principal | None, errors.Unauthenticated | None]:
     found = await db.read(merchants.api_key_by_hash, key_hash)
     if found is None:
-        raise _invalid()
+        return None, _invalid()
     api_key, merchant = found
     # The lookup is by hash; comparing again in constant time keeps the check itself
     # free of timing differences whatever the database does.
     if not hmac.compare_digest(api_key.key_hash, key_hash):
-        raise _invalid()
+        return None, _invalid()
     if api_key.revoked_at is not None:
-        raise _invalid("This API key has been revoked.")
-    return Principal(merchant=merchant, api_key=api_key)
+        return None, _invalid("This API key has been revoked.")
+    return Principal(merchant=merchant, api_key=api_key), None

@@ -165,11 +165,22 @@ def from_http_exception(error: HTTPException) -> errors.ServiceError:
 # the error as JSON after all (the hosted page's status poll).
 ErrorPage = Callable[[errors.ServiceError], Awaitable[Response | None]]
 ErrorPages = Mapping[str, ErrorPage]
+# The answer an unexpected error gets instead of a 500 when the request's own
+# circumstances explain it (None: they do not).
+Explanation = Callable[[], Awaitable[errors.ServiceError | None]]
 
 
-def register_error_handlers(app: QuartTrio, pages: ErrorPages | None = None) -> None:
+async def _unexplained() -> errors.ServiceError | None:
+    return None
+
+
+def register_error_handlers(
+    app: QuartTrio, pages: ErrorPages | None = None, explain: Explanation = _unexplained
+) -> None:
     """Answer every error as an ApiError, or as the HTML page of `pages` whose prefix the
-    request's path has."""
+    request's path has. An unexpected error is first offered to `explain`: a write whose
+    key was revoked (or whose sandbox was deleted) while it ran fails on rows that are
+    gone, and its caller gets the 401 its key now gets, not a 500."""
     prefixes = dict(pages or {})
 
     async def answer(error: errors.ServiceError) -> Response:
@@ -211,6 +222,17 @@ def register_error_handlers(app: QuartTrio, pages: ErrorPages | None = None) -> 
 
     @app.errorhandler(Exception)
     async def _unexpected(error: Exception) -> Response:
+        try:
+            explained = await explain()
+        except Exception:  # the explanation failed too: the error stands as it was
+            explained = None
+        if explained is not None:
+            log_event(
+                "a request failed after its key was refused",
+                request_id=getattr(g, "request_id", ""),
+                error_type=type(error).__name__,
+            )
+            return await answer(explained)
         log_event(
             "unhandled error",
             logging.ERROR,

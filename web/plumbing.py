@@ -21,7 +21,7 @@ from quart.typing import ResponseTypes
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
-from .auth import Principal, authenticate
+from .auth import Principal, authenticate, refusal_now
 from .body import MAX_BODY_BYTES
 from .errors import JSON_TYPE, HeadersTooLarge, error_body
 from .rate_limit import RateLimiter, Verdict
@@ -59,6 +59,15 @@ def principal() -> Principal:
     if found is None:
         raise errors.Unauthenticated("Missing API key.")
     return found
+
+
+async def key_refused_meanwhile() -> errors.ServiceError | None:
+    """For an unexpected error of an /api/v1 request: the 401 its key gets now, if it
+    was revoked (or its sandbox deleted) since the request was authenticated."""
+    caller: Principal | None = getattr(g, "principal", None)
+    if caller is None:
+        return None
+    return await refusal_now(current_service().db, caller)
 
 
 def _client_address(scope: Mapping[str, Any] | None = None) -> str:
