@@ -246,6 +246,10 @@ WAIT_FOR_PORT = (  # in a subshell: its `exit` must not end the reader's shell
     "(for _ in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && exit 0; "
     "sleep 0.05; done; exit 1)"
 )
+WAIT_FOR_LINE = (  # the same for a line of a background command's output
+    "(for _ in $(seq 200); do grep -qF '{text}' {file} 2>/dev/null && exit 0; "
+    "sleep 0.05; done; exit 1)"
+)
 
 # The reader's part that is not a shell command: "open the checkout_url and pay (or
 # approve) as TEST-0001 / 1234", done as the browser would (page, then the form with its
@@ -470,7 +474,11 @@ def test_the_local_procfile_commands_serve(shell: Shell) -> None:
     assert rc == 0, (shell.cwd / f".out{web}").read_text()
     rc, out, _ = shell.run(f"curl -s http://127.0.0.1:{port.group(1)}/readyz", deadline)
     assert rc == 0 and json.loads(out)["status"] == "ready", out
+    # honcho relays the worker's lines through a pipe: under load they reach its output
+    # after the port answers, so wait for the line that names where it listens.
+    rc, _, _ = shell.run(WAIT_FOR_LINE.format(text='"public_url"', file=f".out{web}"), deadline)
     said = shell.output_of(web)
+    assert rc == 0, said
     assert "web.1" in said  # honcho's prefix: only web runs, and it still does
     # hypercorn serves fgcpay.asgi there, and the links it makes point where it listens.
     assert '"msg":"starting"' in said and '"server":"hypercorn"' in said, said

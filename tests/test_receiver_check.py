@@ -17,6 +17,8 @@ from typing import Any
 import attrs
 import pytest
 import trio
+import trio.testing
+from fgcpay.core.clock import TrioClock
 from fgcpay.core.settings import ConfigError, Settings, load_settings
 from fgcpay.domain.signing import verify
 from fgcpay.webhooks import WebhookVerificationError, verify_delivery
@@ -295,8 +297,12 @@ async def test_a_rotated_endpoint_is_checked_with_both_secrets(
 
 
 async def test_timeouts_name_what_came_and_the_whole_check_is_bounded(
-    server: Server, nursery: trio.Nursery
+    settings: Settings, clock: trio.testing.MockClock, nursery: trio.Nursery
 ) -> None:
+    # Service time is MockClock's: a hanging delivery runs its deadline out when all is
+    # idle, while the answered ones take no service time however slow the machine is
+    # (with real time, one of them taking over 0.2 s under load failed its check).
+    server = await start_server(nursery, settings, clock=TrioClock())
     receiver = await start_receiver(nursery)
     merchant = await server.merchant()
     endpoint_id, secret = await _endpoint(merchant, receiver)
