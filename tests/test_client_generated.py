@@ -5,6 +5,7 @@ fails here, naming the files that differ."""
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 from pathlib import Path
@@ -37,3 +38,20 @@ async def test_the_generated_client_is_what_the_served_document_generates(
     )  # fmt: skip
     diff = checked.stdout.decode()
     assert checked.returncode == 0, checked.stderr.decode() + diff[:3000]
+
+
+def test_the_client_does_not_import_the_service() -> None:
+    """A merchant installs the client alone (`pip install clients/python`): no module of
+    it may import `fgcpay`."""
+    package = GENERATE.parent / "fgcpay_client"
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            for name in names:
+                assert name.split(".")[0] != "fgcpay", f"{path}: imports {name}"

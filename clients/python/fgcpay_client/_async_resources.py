@@ -176,11 +176,12 @@ class TestHelpers(_Resource):
 
 
 class AsyncFgcpay:
-    """fgcpay's merchant API, for async code: every method is awaited, every `list` iterated
-    with `async for`; it runs under trio and asyncio alike. `base_url` is the service's root (the client adds
-    `/api/v1`); a 429, a 503 or a connection error is retried up to `max_retries` times;
-    `timeout` (seconds) bounds each attempt. `http_client` replaces the `httpx.AsyncClient`
-    the client would make (a proxy, TLS settings, event hooks); it is then the caller's to close.
+    """fgcpay's merchant API for async code: every method is awaited, every `list`
+    iterated with `async for`; it runs under trio and asyncio alike. `base_url` is the
+    service's root (the client adds `/api/v1`); a 429, a 503 or a connection error is
+    retried up to `max_retries` times; `timeout` (seconds) bounds each attempt.
+    `http_client` replaces the `httpx.AsyncClient` the client would make (a proxy, TLS
+    settings, event hooks); it is then the caller's to close.
     """
 
     def __init__(
