@@ -36,7 +36,7 @@ from .suite import Ctx, machine, machine_line, params, table
 
 SCENARIOS = ("create", "lists", "hosted", "webhooks", "renewals", "ledger", "refunds",
              "subscriptions", "events", "dashboard", "memory", "receiver_check",
-             "triggers", "sandboxes")  # fmt: skip
+             "triggers", "sandboxes", "client")  # fmt: skip
 
 
 def scenario(name: str) -> ModuleType:

@@ -1,0 +1,226 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.api_error import ApiError
+from ...models.checkout_session_list import CheckoutSessionList
+from ...models.list_checkout_sessions_status import ListCheckoutSessionsStatus
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    limit: int | Unset = 20,
+    status: ListCheckoutSessionsStatus | Unset = UNSET,
+    starting_after: str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["limit"] = limit
+
+    json_status: str | Unset = UNSET
+    if not isinstance(status, Unset):
+        json_status = status.value
+
+    params["status"] = json_status
+
+    params["starting_after"] = starting_after
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/checkout/sessions",
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ApiError | CheckoutSessionList | None:
+    if response.status_code == 200:
+        response_200 = CheckoutSessionList.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ApiError.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ApiError.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 413:
+        response_413 = ApiError.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 429:
+        response_429 = ApiError.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = ApiError.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = ApiError.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ApiError | CheckoutSessionList]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = 20,
+    status: ListCheckoutSessionsStatus | Unset = UNSET,
+    starting_after: str | Unset = UNSET,
+) -> Response[ApiError | CheckoutSessionList]:
+    """List checkout sessions, newest first
+
+    Args:
+        limit (int | Unset):  Default: 20.
+        status (ListCheckoutSessionsStatus | Unset):
+        starting_after (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ApiError | CheckoutSessionList]
+    """
+
+    kwargs = _get_kwargs(
+        limit=limit,
+        status=status,
+        starting_after=starting_after,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = 20,
+    status: ListCheckoutSessionsStatus | Unset = UNSET,
+    starting_after: str | Unset = UNSET,
+) -> ApiError | CheckoutSessionList | None:
+    """List checkout sessions, newest first
+
+    Args:
+        limit (int | Unset):  Default: 20.
+        status (ListCheckoutSessionsStatus | Unset):
+        starting_after (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ApiError | CheckoutSessionList
+    """
+
+    return sync_detailed(
+        client=client,
+        limit=limit,
+        status=status,
+        starting_after=starting_after,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = 20,
+    status: ListCheckoutSessionsStatus | Unset = UNSET,
+    starting_after: str | Unset = UNSET,
+) -> Response[ApiError | CheckoutSessionList]:
+    """List checkout sessions, newest first
+
+    Args:
+        limit (int | Unset):  Default: 20.
+        status (ListCheckoutSessionsStatus | Unset):
+        starting_after (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ApiError | CheckoutSessionList]
+    """
+
+    kwargs = _get_kwargs(
+        limit=limit,
+        status=status,
+        starting_after=starting_after,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = 20,
+    status: ListCheckoutSessionsStatus | Unset = UNSET,
+    starting_after: str | Unset = UNSET,
+) -> ApiError | CheckoutSessionList | None:
+    """List checkout sessions, newest first
+
+    Args:
+        limit (int | Unset):  Default: 20.
+        status (ListCheckoutSessionsStatus | Unset):
+        starting_after (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ApiError | CheckoutSessionList
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            limit=limit,
+            status=status,
+            starting_after=starting_after,
+        )
+    ).parsed

@@ -1,0 +1,226 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.api_error import ApiError
+from ...models.list_test_clocks_status import ListTestClocksStatus
+from ...models.test_clock_list import TestClockList
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    limit: int | Unset = 20,
+    status: ListTestClocksStatus | Unset = UNSET,
+    starting_after: str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["limit"] = limit
+
+    json_status: str | Unset = UNSET
+    if not isinstance(status, Unset):
+        json_status = status.value
+
+    params["status"] = json_status
+
+    params["starting_after"] = starting_after
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/test_clocks",
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ApiError | TestClockList | None:
+    if response.status_code == 200:
+        response_200 = TestClockList.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ApiError.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ApiError.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 413:
+        response_413 = ApiError.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 429:
+        response_429 = ApiError.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = ApiError.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = ApiError.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ApiError | TestClockList]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = 20,
+    status: ListTestClocksStatus | Unset = UNSET,
+    starting_after: str | Unset = UNSET,
+) -> Response[ApiError | TestClockList]:
+    """List test clocks, newest first
+
+    Args:
+        limit (int | Unset):  Default: 20.
+        status (ListTestClocksStatus | Unset):
+        starting_after (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ApiError | TestClockList]
+    """
+
+    kwargs = _get_kwargs(
+        limit=limit,
+        status=status,
+        starting_after=starting_after,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = 20,
+    status: ListTestClocksStatus | Unset = UNSET,
+    starting_after: str | Unset = UNSET,
+) -> ApiError | TestClockList | None:
+    """List test clocks, newest first
+
+    Args:
+        limit (int | Unset):  Default: 20.
+        status (ListTestClocksStatus | Unset):
+        starting_after (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ApiError | TestClockList
+    """
+
+    return sync_detailed(
+        client=client,
+        limit=limit,
+        status=status,
+        starting_after=starting_after,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = 20,
+    status: ListTestClocksStatus | Unset = UNSET,
+    starting_after: str | Unset = UNSET,
+) -> Response[ApiError | TestClockList]:
+    """List test clocks, newest first
+
+    Args:
+        limit (int | Unset):  Default: 20.
+        status (ListTestClocksStatus | Unset):
+        starting_after (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ApiError | TestClockList]
+    """
+
+    kwargs = _get_kwargs(
+        limit=limit,
+        status=status,
+        starting_after=starting_after,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = 20,
+    status: ListTestClocksStatus | Unset = UNSET,
+    starting_after: str | Unset = UNSET,
+) -> ApiError | TestClockList | None:
+    """List test clocks, newest first
+
+    Args:
+        limit (int | Unset):  Default: 20.
+        status (ListTestClocksStatus | Unset):
+        starting_after (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ApiError | TestClockList
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            limit=limit,
+            status=status,
+            starting_after=starting_after,
+        )
+    ).parsed

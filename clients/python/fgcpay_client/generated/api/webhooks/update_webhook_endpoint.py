@@ -1,0 +1,242 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.api_error import ApiError
+from ...models.webhook_endpoint import WebhookEndpoint
+from ...models.webhook_endpoint_update import WebhookEndpointUpdate
+from ...types import Response
+
+
+def _get_kwargs(
+    endpoint_id: str,
+    *,
+    body: WebhookEndpointUpdate,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "patch",
+        "url": "/webhook_endpoints/{endpoint_id}".format(
+            endpoint_id=quote(str(endpoint_id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ApiError | WebhookEndpoint | None:
+    if response.status_code == 200:
+        response_200 = WebhookEndpoint.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ApiError.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ApiError.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = ApiError.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 408:
+        response_408 = ApiError.from_dict(response.json())
+
+        return response_408
+
+    if response.status_code == 413:
+        response_413 = ApiError.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = ApiError.from_dict(response.json())
+
+        return response_415
+
+    if response.status_code == 429:
+        response_429 = ApiError.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = ApiError.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = ApiError.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ApiError | WebhookEndpoint]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    endpoint_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: WebhookEndpointUpdate,
+) -> Response[ApiError | WebhookEndpoint]:
+    """Change a webhook endpoint's URL, event types or faults (only the fields given)
+
+     Each field given is checked as the create checks it; the others are left as they are (`"faults":
+    null` clears the faults). Deliveries already queued keep their event types and faults and go to the
+    URL as it is when they are attempted; faults given count the endpoint's deliveries from the 1st
+    again. The secret is not shown (rotate_secret replaces it).
+
+    Args:
+        endpoint_id (str):
+        body (WebhookEndpointUpdate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ApiError | WebhookEndpoint]
+    """
+
+    kwargs = _get_kwargs(
+        endpoint_id=endpoint_id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    endpoint_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: WebhookEndpointUpdate,
+) -> ApiError | WebhookEndpoint | None:
+    """Change a webhook endpoint's URL, event types or faults (only the fields given)
+
+     Each field given is checked as the create checks it; the others are left as they are (`"faults":
+    null` clears the faults). Deliveries already queued keep their event types and faults and go to the
+    URL as it is when they are attempted; faults given count the endpoint's deliveries from the 1st
+    again. The secret is not shown (rotate_secret replaces it).
+
+    Args:
+        endpoint_id (str):
+        body (WebhookEndpointUpdate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ApiError | WebhookEndpoint
+    """
+
+    return sync_detailed(
+        endpoint_id=endpoint_id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    endpoint_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: WebhookEndpointUpdate,
+) -> Response[ApiError | WebhookEndpoint]:
+    """Change a webhook endpoint's URL, event types or faults (only the fields given)
+
+     Each field given is checked as the create checks it; the others are left as they are (`"faults":
+    null` clears the faults). Deliveries already queued keep their event types and faults and go to the
+    URL as it is when they are attempted; faults given count the endpoint's deliveries from the 1st
+    again. The secret is not shown (rotate_secret replaces it).
+
+    Args:
+        endpoint_id (str):
+        body (WebhookEndpointUpdate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ApiError | WebhookEndpoint]
+    """
+
+    kwargs = _get_kwargs(
+        endpoint_id=endpoint_id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    endpoint_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: WebhookEndpointUpdate,
+) -> ApiError | WebhookEndpoint | None:
+    """Change a webhook endpoint's URL, event types or faults (only the fields given)
+
+     Each field given is checked as the create checks it; the others are left as they are (`"faults":
+    null` clears the faults). Deliveries already queued keep their event types and faults and go to the
+    URL as it is when they are attempted; faults given count the endpoint's deliveries from the 1st
+    again. The secret is not shown (rotate_secret replaces it).
+
+    Args:
+        endpoint_id (str):
+        body (WebhookEndpointUpdate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ApiError | WebhookEndpoint
+    """
+
+    return (
+        await asyncio_detailed(
+            endpoint_id=endpoint_id,
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,11 @@
+from enum import StrEnum
+
+
+class SubscriptionCreateInterval(StrEnum):
+    DAILY = "daily"
+    MONTHLY = "monthly"
+    WEEKLY = "weekly"
+    YEARLY = "yearly"
+
+    def __str__(self) -> str:
+        return str(self.value)

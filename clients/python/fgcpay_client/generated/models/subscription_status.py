@@ -1,0 +1,12 @@
+from enum import StrEnum
+
+
+class SubscriptionStatus(StrEnum):
+    ACTIVE = "active"
+    CANCELLED = "cancelled"
+    ENDED = "ended"
+    PAST_DUE = "past_due"
+    PAUSED = "paused"
+
+    def __str__(self) -> str:
+        return str(self.value)
