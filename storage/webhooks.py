@@ -657,7 +657,8 @@ def deliveries_of_event(tx: Tx, event_id: str) -> list[DeliveryView]:
 # stay the delivery's own for the shared keyset paging.
 _DELIVERY_SELECT = (
     "SELECT id, merchant_id, event_id, endpoint_id, status, next_attempt_at, created_at,"
-    " (SELECT e.type FROM events e WHERE e.id = deliveries.event_id) AS event_type"
+    " (SELECT e.type FROM events e WHERE e.id = deliveries.event_id"
+    " AND e.merchant_id = deliveries.merchant_id) AS event_type"
     " FROM deliveries"
 )
 
