@@ -69,6 +69,8 @@ ALLOWLIST = (
         (
             r"^SELECT id FROM subscriptions WHERE id = ANY\(%b::text\[\]\) AND .* FOR UPDATE"
             r" SKIP LOCKED$",
+            r"^SELECT DISTINCT merchant_id FROM event_streams WHERE merchant_id IN \(%s(, %s)+\)",
+            r" FROM webhook_endpoints WHERE merchant_id IN \(%s(, %s)+\) AND deleted_at IS NULL$",
             r"^SELECT id FROM checkout_sessions WHERE status = 'created' AND expires_at <= ",
             r"^SELECT MIN\(expires_at\) FROM checkout_sessions WHERE status = 'created'$",
             r" FROM subscriptions WHERE test_clock_id IS NULL AND next_action_at IS NOT NULL",
@@ -261,13 +263,13 @@ def _ok(response: httpx.Response, status: int = 200) -> dict[str, Any]:
 
 async def _scenario(
     server: Server, settings: Settings, clock: trio.testing.MockClock, nursery: trio.Nursery
-) -> None:
+) -> str:
     """A run that touches every part the service has: merchants signing up and in on the
     dashboard, their keys, checkout sessions paid (hosted page, test helper), expired
     (helper, sweep) with idempotent retries, refunds created and reviewed, subscriptions on
     a test clock advanced through renewals and deleted, webhook deliveries retried, the
     event stream, every list paged, the balance, triggers, sandboxes made and deleted
-    (by hand and by expiry), the housekeeping of a day, and the operator's commands."""
+    (by hand and by expiry), the housekeeping of a day. The merchant's id."""
     receiver = await start_receiver(nursery)
     receiver.script = lambda n: (500, {}) if n == 0 else (200, {})
     merchant = await server.merchant("Acme Coffee")
@@ -290,7 +292,12 @@ async def _scenario(
 
     # Webhooks: an endpoint whose first delivery fails (retried 5 s later), one for `other`.
     endpoint = _ok(await merchant.post("/webhook_endpoints", json={"url": receiver.url}), 201)
-    await add_endpoint(other, receiver.url, ["checkout.session.paid"])
+    others = await add_endpoint(other, receiver.url, ["checkout.session.paid"])
+    # Faults injected into `other`'s deliveries: each raises its endpoint's counter.
+    faults = {"faults": {"duplicate": 1, "seed": 7}}
+    _ok(await other.patch(f"/webhook_endpoints/{others['id']}", json=faults))
+    other_paid = await create(other)
+    _ok(await other.post(f"/test_helpers/checkout/sessions/{other_paid['id']}/pay", json={}))
 
     async with open_stream(server.url, merchant.key) as stream:
         # Checkout sessions: created (one idempotently twice), paid on the hosted page and
@@ -307,7 +314,6 @@ async def _scenario(
         assert wrong.status_code == 400, wrong.text
         expired = await create(merchant)
         _ok(await merchant.post(f"/test_helpers/checkout/sessions/{expired['id']}/expire"))
-        await create(other)
         assert (await stream.next())["type"] == "checkout.session.paid"
 
         # Refunds: one approved, one rejected; the ledger's rows with them.
@@ -346,7 +352,8 @@ async def _scenario(
         # The sweep expires what is past its time; the retried delivery goes out.
         await create(merchant)
         clock.jump(settings.checkout_ttl_seconds + 1)
-        await receiver.wait_for(2)
+        await receiver.wait_for(4)  # the retry; `other`'s, twice
+        _ok(await other.delete(f"/webhook_endpoints/{others['id']}"))
 
         # Reads: every list, paged, filtered; one of each; the balance; the delivery log.
         for path in ("/checkout/sessions", "/subscriptions", "/refunds", "/transactions",
@@ -385,6 +392,7 @@ async def _scenario(
     await again.aclose()
     await dashboard.aclose()
     await customer.close()
+    return merchant.id
 
 
 async def test_every_statement_names_its_merchant(
@@ -395,10 +403,11 @@ async def test_every_statement_names_its_merchant(
 ) -> None:
     settings = attrs.evolve(postgres_settings, checkout_ttl_seconds=120)
     server = await start_server(nursery, settings, clock=TrioClock())
-    await _scenario(server, settings, clock, nursery)
+    merchant_id = await _scenario(server, settings, clock, nursery)
     await server.shutdown()
     # The operator's commands, on the same database.
     assert await commands.ledger_verify(settings, None) == 0
+    assert await commands.ledger_verify(settings, merchant_id) == 0
     assert await commands.merchant_list(settings) == 0
     assert await commands.customer_unlock(settings, "TEST-0001", None) == 0
     assert statements, "the statements were captured"
