@@ -26,7 +26,7 @@ import psycopg
 import pytest
 import trio
 import trio.testing
-from citus_check import normalized, unrouted
+from citus_check import DISTRIBUTED, REFERENCE, normalized, unrouted
 from fgcpay import admin, commands
 from fgcpay.core.clock import TrioClock
 from fgcpay.core.settings import Settings
@@ -437,7 +437,15 @@ async def test_every_statement_names_its_merchant(
     assert await commands.ledger_verify(settings, None) == 0
     assert await commands.merchant_list(settings) == 0
     assert statements, "the statements were captured"
-    problems, used = _problems(statements, _columns(settings.database_url))
+    columns = _columns(settings.database_url)
+    # Every table has its place in docs/scaling.md (a new one must be given one), and each
+    # distributed one its distribution column (delivery_attempts' is migration M1's).
+    assert set(columns) == set(DISTRIBUTED) | REFERENCE, set(columns) ^ (
+        set(DISTRIBUTED) | REFERENCE
+    )
+    lacking = {table for table, key in DISTRIBUTED.items() if key not in columns[table]}
+    assert lacking == {"delivery_attempts"}, lacking
+    problems, used = _problems(statements, columns)
     assert not problems, "statements that name no merchant:\n" + "\n".join(
         f"- {tables}: {sql}" for sql, tables in problems.items()
     )
