@@ -200,7 +200,7 @@ class Accounts:
         if merchant is None:
             return None
         if session.needs_touch(now):
-            await self.db.write(dashboard_sessions.touch, id_hash, now)
+            await self.db.write(dashboard_sessions.touch, session.merchant_id, id_hash, now)
         return Current(merchant=merchant, session=session)
 
     async def sign_out(self, session_id: str) -> None:

@@ -62,7 +62,9 @@ class Refunds:
             session = await checkout_session.ROWS.get(
                 self.db, merchant_id, request.checkout_session_id
             )
-            payments = await self.db.read(transaction_rows.for_checkout_session, session.id)
+            payments = await self.db.read(
+                transaction_rows.of_checkout_session, merchant_id, session.id
+            )
             if not payments:
                 raise errors.CheckoutSessionNotPaid(
                     f"The checkout session is {session.status}: only a paid session can be "

@@ -204,7 +204,7 @@ class SubscriptionActor:
         None when its clock is gone (deleted with the subscription)."""
         if sub.test_clock_id is None:
             return self.clock.now_us()
-        clock = await self.db.read(clock_rows.by_id, sub.test_clock_id)
+        clock = await self.db.read(clock_rows.of_merchant, sub.merchant_id, sub.test_clock_id)
         return None if clock is None else clock.frozen_time
 
     async def _reload(self, sub: Subscription) -> Subscription | None:
@@ -459,7 +459,10 @@ class Subscriptions:
                 {"id": found.id},
             )
         most = limits.MAX_SUBSCRIPTIONS_PER_TEST_CLOCK
-        if await self.db.read(limit_counts.subscriptions_on_clock, found.id) >= most:
+        on_clock = await self.db.read(
+            limit_counts.subscriptions_on_clock, found.merchant_id, found.id
+        )
+        if on_clock >= most:
             raise errors.ValidationFailed(
                 [
                     errors.FieldError(

@@ -114,11 +114,11 @@ class Service:
         self._touched[key.id] = now
         if len(self._touched) > 100_000:
             self._touched.clear()
-        self.nursery.start_soon(self._touch, key.id, now)
+        self.nursery.start_soon(self._touch, key.merchant_id, key.id, now)
 
-    async def _touch(self, key_id: str, now: int) -> None:
+    async def _touch(self, merchant_id: str, key_id: str, now: int) -> None:
         try:
-            await self.db.write(merchants.touch_api_key, key_id, now)
+            await self.db.write(merchants.touch_api_key, merchant_id, key_id, now)
         except Exception as error:  # informative only: never fail a request over it
             log_event("could not record key use", logging.WARNING, error=type(error).__name__)
 

@@ -37,9 +37,10 @@ import os
 import re
 import select
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any
+from typing import Any, Self
 
 import psycopg
 import trio
@@ -150,6 +151,44 @@ def _take_keys(cur: psycopg.Cursor[Any], keys: Sequence[AdvisoryKey]) -> None:
         cur.execute(to_pg(_TAKE_KEYS), ([key for key, _ in keys], [s for _, s in keys]))
 
 
+# -- watching the statements sent (tests only) -------------------------------------------
+
+_observer: Callable[[str], None] | None = None
+
+
+class _ObservedCursor(psycopg.Cursor[Any]):
+    """A cursor that hands each statement to the observer before sending it: used only on
+    connections opened inside `observing_statements`."""
+
+    def execute(self, query: Any, *args: Any, **kwargs: Any) -> Self:
+        _observe(query)
+        return super().execute(query, *args, **kwargs)
+
+    def executemany(self, query: Any, *args: Any, **kwargs: Any) -> None:
+        _observe(query)
+        super().executemany(query, *args, **kwargs)
+
+
+def _observe(query: object) -> None:
+    observer = _observer
+    if observer is not None:
+        observer(query if isinstance(query, str) else repr(query))
+
+
+@contextmanager
+def observing_statements(observer: Callable[[str], None]) -> Iterator[None]:
+    """Hand every statement (as sent, with psycopg's placeholders) that a connection
+    opened inside this block sends, on any thread, to `observer`, until the block ends.
+    For tests/test_citus_statements.py, which checks that each names its merchant; every
+    other connection keeps psycopg's own cursor, so nothing is paid for it otherwise."""
+    global _observer
+    previous, _observer = _observer, observer
+    try:
+        yield
+    finally:
+        _observer = previous
+
+
 def _is_broken(conn: psycopg.Connection[Any]) -> bool:
     return conn.closed or conn.broken
 
@@ -218,7 +257,7 @@ class PostgresDatabase:
     def _connect(self) -> psycopg.Connection[Any]:
         timeout_ms = int(self.timeout_seconds * 1000)
         try:
-            return psycopg.connect(
+            conn = psycopg.connect(
                 self.url,
                 autocommit=True,
                 row_factory=dict_row,
@@ -235,6 +274,9 @@ class PostgresDatabase:
             )
         except psycopg.Error as error:
             raise _unavailable(error) from error
+        if _observer is not None:
+            conn.cursor_factory = _ObservedCursor
+        return conn
 
     # -- lifetime -------------------------------------------------------------------
 

@@ -29,9 +29,12 @@ def status_in(transition: Transition) -> str:
 def guarded_update(
     tx: Tx, table: str, assignments: str, values: tuple[Any, ...], row_id: str, guard: str,
     guard_values: tuple[Any, ...], *, give_way: bool, key: str = "id",
+    merchant_id: str | None = None,
 ) -> int:  # fmt: skip
     """`UPDATE table SET assignments WHERE id = row_id AND guard`: how many rows changed
     (0 when the row moved on meanwhile). `key` names the table's key column, if not `id`.
+    `merchant_id`, where the caller has it: the row's merchant, named in the statement so
+    that it routes to one shard with the tables distributed by merchant (docs/scaling.md).
 
     `give_way` is for the timers' steps (an expiry, a renewal): on PostgreSQL a row
     another transaction holds then counts as moved on (`SKIP LOCKED`) instead of being
@@ -48,32 +51,34 @@ def guarded_update(
     same rows once a minute: one another transaction holds is already being recorded.
     (SQLite has one writer.)
     """
+    owner, owners = ("", ()) if merchant_id is None else (" AND merchant_id = ?", (merchant_id,))
     if give_way and tx.dialect == "postgresql":
         where = (
-            f"{key} = (SELECT {key} FROM {table} WHERE {key} = ? AND {guard}"
-            " FOR UPDATE SKIP LOCKED)"
+            f"{key} = (SELECT {key} FROM {table} WHERE {key} = ?{owner} AND {guard}"
+            f" FOR UPDATE SKIP LOCKED){owner}"
         )
+        keys = (row_id, *owners, *guard_values, *owners)
     else:
-        where = f"{key} = ? AND {guard}"
-    return tx.execute(
-        f"UPDATE {table} SET {assignments} WHERE {where}", *values, row_id, *guard_values
-    )
+        where = f"{key} = ?{owner} AND {guard}"
+        keys = (row_id, *owners, *guard_values)
+    return tx.execute(f"UPDATE {table} SET {assignments} WHERE {where}", *values, *keys)
 
 
 def update_versioned(
     tx: Tx,
     table: str,
     columns: Sequence[Column],
-    rows: Sequence[tuple[str, int, Sequence[Any]]],
+    rows: Sequence[tuple[str, str, int, Sequence[Any]]],
     guard: str,
     *,
     give_way: bool,
 ) -> set[str]:
     """Many `guarded_update`s of versioned rows in one statement. Each row is `(id,
-    version, values)`: where the row `id` still has that `version` and `guard` holds, set
-    `columns` to `values` and the version to the next; the ids changed. `give_way` as
-    for `guarded_update`: on PostgreSQL a row another transaction holds is left as it is.
-    The ids must be distinct (one change per row per statement)."""
+    merchant_id, version, values)`: where the row `id` of that merchant still has that
+    `version` and `guard` holds, set `columns` to `values` and the version to the next;
+    the ids changed. `give_way` as for `guarded_update`: on PostgreSQL a row another
+    transaction holds is left as it is. The ids must be distinct (one change per row per
+    statement)."""
     if not rows:
         return set()
     if tx.dialect != "postgresql" or len(rows) == 1:
@@ -81,9 +86,10 @@ def update_versioned(
         assignments = ", ".join(["version = version + 1", *(f"{name} = ?" for name, _ in columns)])
         return {
             row_id
-            for row_id, version, values in rows
+            for row_id, merchant_id, version, values in rows
             if guarded_update(tx, table, assignments, tuple(values), row_id,
-                              f"{guard} AND version = ?", (version,), give_way=give_way)
+                              f"{guard} AND version = ?", (version,), give_way=give_way,
+                              merchant_id=merchant_id)
         }  # fmt: skip
     if give_way:
         # The rows no other transaction holds, locked first, in a statement of their own:
@@ -91,25 +97,27 @@ def update_versioned(
         # every other (measured: 90,000 comparisons for a batch of 300).
         held = tx.fetch(
             f"SELECT id FROM {table} WHERE id = ANY(?::text[]) AND {guard} FOR UPDATE SKIP LOCKED",
-            [row_id for row_id, _, _ in rows],
+            [row_id for row_id, _, _, _ in rows],
         )
         free = {row["id"] for row in held}
         rows = [row for row in rows if row[0] in free]
         if not rows:
             return set()
-    given = [("id", "text"), ("version", "bigint"), *columns]
-    flat = [(row_id, version, *values) for row_id, version, values in rows]
+    given = [("id", "text"), ("merchant_id", "text"), ("version", "bigint"), *columns]
+    flat = [(row_id, merchant, version, *values) for row_id, merchant, version, values in rows]
     # The arrays' columns are named apart from the table's, so the guard's bare column
     # names (`status = 'active'`) can only mean the table's.
-    aliases = ["given_id", "given_version", *(f"given_{i}" for i in range(len(columns)))]
+    aliases = [
+        "given_id", "given_merchant", "given_version", *(f"given_{i}" for i in range(len(columns)))
+    ]  # fmt: skip
     assignments = ", ".join(
         [f"version = {table}.version + 1"]
-        + [f"{name} = {alias}" for (name, _), alias in zip(columns, aliases[2:], strict=True)]
+        + [f"{name} = {alias}" for (name, _), alias in zip(columns, aliases[3:], strict=True)]
     )
     changed = tx.fetch(
         f"UPDATE {table} SET {assignments} FROM {unnest(given)} AS given({', '.join(aliases)})"
-        f" WHERE {table}.id = given_id AND {table}.version = given_version AND {guard}"
-        f" RETURNING {table}.id",
+        f" WHERE {table}.id = given_id AND {table}.merchant_id = given_merchant"
+        f" AND {table}.version = given_version AND {guard} RETURNING {table}.id",
         *arrays(given, flat),
     )
     return {row["id"] for row in changed}

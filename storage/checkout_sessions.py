@@ -121,6 +121,7 @@ def mark_expired(tx: Tx, session: CheckoutSession, now_us: int, event: Event) ->
         f"{_EXPIRABLE} AND version = ? AND expires_at <= ?",
         (session.version, now_us),
         give_way=True,
+        merchant_id=session.merchant_id,
     )
     if changed == 1:
         webhooks.record_event(tx, event)
@@ -145,6 +146,7 @@ def expire_early(
         f"{_EXPIRABLE} AND version = ?",
         (session.version,),
         give_way=False,  # a merchant's step: it waits for the row (see guarded_update)
+        merchant_id=session.merchant_id,
     )
     if changed != 1:
         return False
@@ -180,6 +182,7 @@ def pay(tx: Tx, session: CheckoutSession, payment: Transaction, now_us: int, eve
         f"{_PAYABLE} AND version = ? AND expires_at > ?",
         (session.version, now_us),
         give_way=False,
+        merchant_id=session.merchant_id,
     )
     if changed != 1:
         return False

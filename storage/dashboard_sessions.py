@@ -41,14 +41,14 @@ def by_hash(tx: Tx, id_hash: str) -> DashboardSession | None:
     return None if row is None else _session(row)
 
 
-def touch(tx: Tx, id_hash: str, now_us: int) -> None:
+def touch(tx: Tx, merchant_id: str, id_hash: str, now_us: int) -> None:
     """Record the session's use at `now_us` (never moving it back). A browser's requests
     reach every process, each touching the session once a minute: on PostgreSQL one that
     another transaction is writing now is passed over rather than waited for, so a touch
     never waits in a circle (storage/_database.py, "the lock order")."""
     guarded_update(
         tx, "dashboard_sessions", "last_seen_at = ?", (now_us,), id_hash, "last_seen_at < ?",
-        (now_us,), give_way=True, key="id_hash",
+        (now_us,), give_way=True, key="id_hash", merchant_id=merchant_id,
     )  # fmt: skip
 
 

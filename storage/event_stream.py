@@ -224,8 +224,8 @@ def open_stream(
     return open_now
 
 
-def close_stream(tx: Tx, stream_id: str) -> None:
-    tx.execute("DELETE FROM event_streams WHERE id = ?", stream_id)
+def close_stream(tx: Tx, merchant_id: str, stream_id: str) -> None:
+    tx.execute("DELETE FROM event_streams WHERE id = ? AND merchant_id = ?", stream_id, merchant_id)
 
 
 def keep_streams(tx: Tx, owner: str, stream_ids: Sequence[str], expires_at: int) -> None:

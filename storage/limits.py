@@ -10,19 +10,27 @@ def test_clocks_of_merchant(tx: Tx, merchant_id: str) -> int:
     return int(tx.fetchval("SELECT COUNT(*) FROM test_clocks WHERE merchant_id = ?", merchant_id))
 
 
-def subscriptions_on_clock(tx: Tx, clock_id: str) -> int:
-    return int(tx.fetchval("SELECT COUNT(*) FROM subscriptions WHERE test_clock_id = ?", clock_id))
+def subscriptions_on_clock(tx: Tx, merchant_id: str, clock_id: str) -> int:
+    return int(
+        tx.fetchval(
+            "SELECT COUNT(*) FROM subscriptions WHERE test_clock_id = ? AND merchant_id = ?",
+            clock_id,
+            merchant_id,
+        )
+    )
 
 
-def charges_on_clock(tx: Tx, clock_id: str) -> int:
+def charges_on_clock(tx: Tx, merchant_id: str, clock_id: str) -> int:
     """The ledger rows of every subscription on the clock, ended ones included: what
     deleting the clock deletes (by `subscriptions_on_clock` and the ledger's one row per
     period, bounded by `domain.limits.MAX_CHARGES_PER_TEST_CLOCK` itself)."""
     return int(
         tx.fetchval(
-            "SELECT COUNT(*) FROM transactions WHERE subscription_id IN"
-            " (SELECT id FROM subscriptions WHERE test_clock_id = ?)",
+            "SELECT COUNT(*) FROM transactions WHERE merchant_id = ? AND subscription_id IN"
+            " (SELECT id FROM subscriptions WHERE test_clock_id = ? AND merchant_id = ?)",
+            merchant_id,
             clock_id,
+            merchant_id,
         )
     )
 

@@ -216,7 +216,7 @@ def api_keys_shown(tx: Tx, merchant_id: str, most_revoked: int) -> KeysShown:
     )
 
 
-def touch_api_key(tx: Tx, key_id: str, now_us: int) -> None:
+def touch_api_key(tx: Tx, merchant_id: str, key_id: str, now_us: int) -> None:
     """Record the key's use at `now_us` (never moving it back), for the dashboard. Every
     process touches each key it serves once a minute, and a group may hold several keys'
     rows: on PostgreSQL a key another transaction is writing now is passed over rather
@@ -225,6 +225,7 @@ def touch_api_key(tx: Tx, key_id: str, now_us: int) -> None:
     guarded_update(
         tx, "api_keys", "last_used_at = ?", (now_us,), key_id,
         "(last_used_at IS NULL OR last_used_at < ?)", (now_us,), give_way=True,
+        merchant_id=merchant_id,
     )  # fmt: skip
 
 

@@ -33,7 +33,9 @@ def create(tx: Tx, refund: Refund, event: Event, completion: Completion | None) 
     `refund.created` event with the deliveries, and its idempotent answer. False, with
     nothing written, when the payment's refundable rest no longer covers it (another
     process's refund took it first) or the payment is gone."""
-    if not transactions.reserve_refund(tx, refund.transaction_id, refund.amount_minor):
+    if not transactions.reserve_refund(
+        tx, refund.merchant_id, refund.transaction_id, refund.amount_minor
+    ):
         return False
     placeholders = ", ".join("?" for _ in _FIELDS)
     tx.execute(
@@ -79,7 +81,7 @@ def reject(
     idempotent answer. False, with nothing written, when the refund moved on meanwhile."""
     if not _review(tx, "reject", before, after, event):
         return False
-    transactions.release_refund(tx, before.transaction_id, before.amount_minor)
+    transactions.release_refund(tx, before.merchant_id, before.transaction_id, before.amount_minor)
     if completion is not None:  # raises IdempotencyLost (all rolled back) if taken over
         idempotency.complete(tx, completion)
     return True
@@ -100,6 +102,7 @@ def _review(tx: Tx, name: str, before: Refund, after: Refund, event: Event) -> b
         f"{_GUARDS[name]} AND version = ?",
         (before.version,),
         give_way=False,
+        merchant_id=before.merchant_id,
     )
     if changed != 1:
         return False

@@ -124,14 +124,17 @@ def due(tx: Tx, now_us: int, limit: int, offset: int = 0) -> list[Subscription]:
     return [from_row(row) for row in rows]
 
 
-def due_on_clock(tx: Tx, clock_id: str, up_to_us: int, limit: int) -> list[Subscription]:
-    """Up to `limit` subscriptions of the test clock `clock_id` due at or before
+def due_on_clock(
+    tx: Tx, merchant_id: str, clock_id: str, up_to_us: int, limit: int
+) -> list[Subscription]:
+    """Up to `limit` subscriptions of the merchant's test clock `clock_id` due at or before
     `up_to_us`, earliest first (then by id), whole as `due` reads them: an advance's work."""
     rows = tx.fetch(
-        f"SELECT {COLUMNS} FROM subscriptions WHERE test_clock_id = ?"
+        f"SELECT {COLUMNS} FROM subscriptions WHERE test_clock_id = ? AND merchant_id = ?"
         " AND next_action_at IS NOT NULL AND next_action_at <= ?"
         " ORDER BY next_action_at, id LIMIT ?",
         clock_id,
+        merchant_id,
         up_to_us,
         limit,
     )
@@ -281,7 +284,10 @@ def _move_many(tx: Tx, name: str, calls: Sequence[Call]) -> list[bool]:
         tx,
         "subscriptions",
         _CHANGING,
-        [(before.id, before.version, _changed_values(after)) for before, after, *_ in calls],
+        [
+            (before.id, before.merchant_id, before.version, _changed_values(after))
+            for before, after, *_ in calls
+        ],
         _GUARDS[name],
         give_way=name in _TIMER_STEPS,
     )
@@ -290,9 +296,11 @@ def _move_many(tx: Tx, name: str, calls: Sequence[Call]) -> list[bool]:
     for before, after, _, _ in written:
         if after.version > before.version + 1:
             tx.execute(
-                "UPDATE subscriptions SET version = ? WHERE id = ? AND version = ?",
+                "UPDATE subscriptions SET version = ? WHERE id = ? AND merchant_id = ?"
+                " AND version = ?",
                 after.version,
                 before.id,
+                before.merchant_id,
                 before.version + 1,
             )
     # Unique per (subscription, period): should a period's charge ever be written a
@@ -381,8 +389,9 @@ def settle_and_approve(
     clock's new time)."""
     customers.settle_attempt(tx, scope, code, now_us, True)
     if after.test_clock_id is not None and not tx.fetchval(
-        "SELECT 1 FROM test_clocks WHERE id = ? AND frozen_time = ?",
+        "SELECT 1 FROM test_clocks WHERE id = ? AND merchant_id = ? AND frozen_time = ?",
         after.test_clock_id,
+        after.merchant_id,
         after.approved_at,
     ):
         return False

@@ -116,25 +116,28 @@ def begin_advance(tx: Tx, clock: TestClock, frozen_time: int, now_us: int) -> Te
     """
     changed = tx.execute(
         "UPDATE test_clocks SET status = ?, frozen_time = ?, version = version + 1,"
-        f" updated_at = ? WHERE id = ? AND status = '{READY}' AND version = ?"
-        " AND frozen_time < ?",
+        f" updated_at = ? WHERE id = ? AND merchant_id = ? AND status = '{READY}'"
+        " AND version = ? AND frozen_time < ?",
         ADVANCING,
         frozen_time,
         now_us,
         clock.id,
+        clock.merchant_id,
         clock.version,
         frozen_time,
     )
-    return by_id(tx, clock.id) if changed == 1 else None
+    return of_merchant(tx, clock.merchant_id, clock.id) if changed == 1 else None
 
 
-def billable(tx: Tx, clock_id: str) -> list[Billable]:
+def billable(tx: Tx, clock: TestClock) -> list[Billable]:
     """The clock's subscriptions that an advance may charge (`active` or `past_due`), each
     with whether its customer's renewals pay: what the advance bounds are counted from."""
     rows = tx.fetch(
         f"SELECT {subscription_rows.COLUMNS} FROM subscriptions WHERE test_clock_id = ?"
-        f" AND status IN ('{ACTIVE}', '{PAST_DUE}') AND next_action_at IS NOT NULL",
-        clock_id,
+        f" AND merchant_id = ? AND status IN ('{ACTIVE}', '{PAST_DUE}')"
+        " AND next_action_at IS NOT NULL",
+        clock.id,
+        clock.merchant_id,
     )
     found = [subscription_rows.from_row(row) for row in rows]
     pays: dict[str, bool] = {}
@@ -150,12 +153,16 @@ def begin_bounded_advance(
     """`begin_advance`, unless the advance would bill more than its bounds
     (`advance_bounds`, and what is left of the clock's charges over its life): then `TooFar` with the furthest time it may reach, nothing written.
     The subscriptions are read in the same transaction as the clock's write."""
-    billables = billable(tx, clock.id)
+    billables = billable(tx, clock)
     if not advance_bounds.within(billables, frozen_time):
         return TooFar(advance_bounds.max_frozen_time(billables, clock.frozen_time))
     # The clock's charges over its life are bounded too (`domain.limits`): deleting the
     # clock deletes them all in one transaction.
-    left = max(0, domain_limits.MAX_CHARGES_PER_TEST_CLOCK - limits.charges_on_clock(tx, clock.id))
+    left = max(
+        0,
+        domain_limits.MAX_CHARGES_PER_TEST_CLOCK
+        - limits.charges_on_clock(tx, clock.merchant_id, clock.id),
+    )
     if left < advance_bounds.MAX_CHARGES_PER_ADVANCE and not advance_bounds.within(
         billables, frozen_time, left
     ):
@@ -173,15 +180,17 @@ def finish_advance(tx: Tx, clock: TestClock, now_us: int) -> TestClock | None:
     """
     changed = tx.execute(
         f"UPDATE test_clocks SET status = ?, version = version + 1, updated_at = ?"
-        f" WHERE id = ? AND status = '{ADVANCING}' AND version = ?"
+        f" WHERE id = ? AND merchant_id = ? AND status = '{ADVANCING}' AND version = ?"
         " AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE test_clock_id = test_clocks.id"
+        " AND merchant_id = test_clocks.merchant_id"
         " AND next_action_at IS NOT NULL AND next_action_at <= test_clocks.frozen_time)",
         READY,
         now_us,
         clock.id,
+        clock.merchant_id,
         clock.version,
     )
-    return by_id(tx, clock.id) if changed == 1 else None
+    return of_merchant(tx, clock.merchant_id, clock.id) if changed == 1 else None
 
 
 def delete(tx: Tx, merchant_id: str, clock_id: str) -> list[str] | None:
@@ -190,8 +199,16 @@ def delete(tx: Tx, merchant_id: str, clock_id: str) -> list[str] | None:
     nothing deleted) when the merchant has no such clock."""
     if of_merchant(tx, merchant_id, clock_id) is None:
         return None
-    rows = tx.fetch("SELECT id FROM subscriptions WHERE test_clock_id = ? ORDER BY id", clock_id)
-    transactions.delete_charges_on_clock(tx, clock_id)
-    tx.execute("DELETE FROM subscriptions WHERE test_clock_id = ?", clock_id)
+    rows = tx.fetch(
+        "SELECT id FROM subscriptions WHERE test_clock_id = ? AND merchant_id = ? ORDER BY id",
+        clock_id,
+        merchant_id,
+    )
+    transactions.delete_charges_on_clock(tx, merchant_id, clock_id)
+    tx.execute(
+        "DELETE FROM subscriptions WHERE test_clock_id = ? AND merchant_id = ?",
+        clock_id,
+        merchant_id,
+    )
     tx.execute("DELETE FROM test_clocks WHERE id = ? AND merchant_id = ?", clock_id, merchant_id)
     return [row["id"] for row in rows]

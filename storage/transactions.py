@@ -69,15 +69,21 @@ def insert_all(tx: Tx, rows: Sequence[Transaction]) -> None:
     balances.record_ledger(tx, rows)
 
 
-def delete_charges_on_clock(tx: Tx, clock_id: str) -> None:
-    """Delete the charges of a test clock's subscriptions with the refunds of those charges
-    and their entries, taking all of it off the balance's totals (a deleted clock takes
-    what lives on it along)."""
+def delete_charges_on_clock(tx: Tx, merchant_id: str, clock_id: str) -> None:
+    """Delete the charges of the merchant's test clock's subscriptions with the refunds of
+    those charges and their entries, taking all of it off the balance's totals (a deleted
+    clock takes what lives on it along)."""
+    # Every table named with the merchant: each statement keeps to one merchant's rows
+    # (one shard with the tables distributed by merchant: docs/scaling.md). Arguments of
+    # `charges`: the merchant, the clock, the merchant; of `refunds`: the merchant, then
+    # those of `charges`.
     charges = (
-        "SELECT id FROM transactions WHERE subscription_id IN"
-        " (SELECT id FROM subscriptions WHERE test_clock_id = ?)"
+        "SELECT id FROM transactions WHERE merchant_id = ? AND subscription_id IN"
+        " (SELECT id FROM subscriptions WHERE test_clock_id = ? AND merchant_id = ?)"
     )
-    refunds = f"SELECT id FROM refunds WHERE transaction_id IN ({charges})"
+    refunds = f"SELECT id FROM refunds WHERE merchant_id = ? AND transaction_id IN ({charges})"
+    on_clock = (merchant_id, clock_id, merchant_id)
+    of_refunds = (merchant_id, *on_clock)
     if tx.dialect == "postgresql":
         # Another process may be renewing these subscriptions, refunding their charges or
         # reviewing those refunds, each in its own transaction. Lock all of it first, in
@@ -86,36 +92,60 @@ def delete_charges_on_clock(tx: Tx, clock_id: str) -> None:
         # seen; one that comes later waits, then finds its row gone and writes nothing.
         # (SQLite has one writer.)
         tx.fetch(
-            "SELECT id FROM subscriptions WHERE test_clock_id = ? ORDER BY id FOR UPDATE",
+            "SELECT id FROM subscriptions WHERE test_clock_id = ? AND merchant_id = ?"
+            " ORDER BY id FOR UPDATE",
             clock_id,
+            merchant_id,
         )
         tx.fetch(
-            f"SELECT id FROM transactions WHERE id IN ({charges}) ORDER BY id FOR UPDATE", clock_id
+            f"SELECT id FROM transactions WHERE merchant_id = ? AND id IN ({charges})"
+            " ORDER BY id FOR UPDATE",
+            merchant_id,
+            *on_clock,
         )
-        tx.fetch(f"SELECT id FROM refunds WHERE id IN ({refunds}) ORDER BY id FOR UPDATE", clock_id)
+        tx.fetch(
+            f"SELECT id FROM refunds WHERE merchant_id = ? AND id IN ({refunds})"
+            " ORDER BY id FOR UPDATE",
+            merchant_id,
+            *of_refunds,
+        )
     removed = [
         from_row(row)
         for row in tx.fetch(
-            f"SELECT {COLUMNS} FROM transactions WHERE id IN ({charges}) OR refund_id IN"
-            f" ({refunds})",
-            clock_id,
-            clock_id,
+            f"SELECT {COLUMNS} FROM transactions WHERE merchant_id = ?"
+            f" AND (id IN ({charges}) OR refund_id IN ({refunds}))",
+            merchant_id,
+            *on_clock,
+            *of_refunds,
         )
     ]
     pending = tx.fetch(
         "SELECT merchant_id, SUM(amount_minor) AS held FROM refunds"
-        f" WHERE status = '{PENDING_REVIEW}' AND transaction_id IN ({charges})"
+        f" WHERE merchant_id = ? AND status = '{PENDING_REVIEW}' AND transaction_id IN ({charges})"
         " GROUP BY merchant_id",
-        clock_id,
+        merchant_id,
+        *on_clock,
     )
     changes = {merchant: t.negated() for merchant, t in totals.of_ledger(removed).items()}
     for row in pending:
         merchant, held = row["merchant_id"], Totals(pending_minor=-int(row["held"]))
         changes[merchant] = changes.get(merchant, Totals()) + held
     balances.add(tx, changes)
-    tx.execute(f"DELETE FROM transactions WHERE refund_id IN ({refunds})", clock_id)
-    tx.execute(f"DELETE FROM refunds WHERE transaction_id IN ({charges})", clock_id)
-    tx.execute(f"DELETE FROM transactions WHERE id IN ({charges})", clock_id)
+    tx.execute(
+        f"DELETE FROM transactions WHERE merchant_id = ? AND refund_id IN ({refunds})",
+        merchant_id,
+        *of_refunds,
+    )
+    tx.execute(
+        f"DELETE FROM refunds WHERE merchant_id = ? AND transaction_id IN ({charges})",
+        merchant_id,
+        *on_clock,
+    )
+    tx.execute(
+        f"DELETE FROM transactions WHERE merchant_id = ? AND id IN ({charges})",
+        merchant_id,
+        *on_clock,
+    )
 
 
 def by_id(tx: Tx, transaction_id: str) -> Transaction | None:
@@ -143,8 +173,8 @@ def _of(column: str) -> str:
     return (
         f"id IN (SELECT id FROM transactions WHERE {column} = ? AND merchant_id = ?"
         " UNION ALL SELECT e.id FROM transactions p"
-        " JOIN refunds r ON r.transaction_id = p.id"
-        " JOIN transactions e ON e.refund_id = r.id"
+        " JOIN refunds r ON r.transaction_id = p.id AND r.merchant_id = p.merchant_id"
+        " JOIN transactions e ON e.refund_id = r.id AND e.merchant_id = r.merchant_id"
         f" WHERE p.{column} = ? AND p.merchant_id = ?)"
     )
 
@@ -167,8 +197,10 @@ def page(
         )
         return _shown(tx, [from_row(row) for row in rows])
     # The same order and keyset as `newest_first`, over the rows the id filters name.
-    where: list[str] = []
-    args: list[object] = []
+    # The merchant named outside the id filters too, so the statement keeps to its shard
+    # with the tables distributed by merchant (docs/scaling.md).
+    where: list[str] = ["merchant_id = ?"]
+    args: list[object] = [merchant_id]
     for column, value in (
         ("checkout_session_id", checkout_session_id),
         ("subscription_id", subscription_id),
@@ -201,17 +233,22 @@ def _shown(tx: Tx, rows: list[Transaction]) -> list[Transaction]:
     """`rows` with each refund entry naming the checkout session or subscription of what
     it refunds, read from its refund: the row itself holds neither (the ledger's keys are
     one payment per session and one charge per period)."""
-    refund_ids = [t.refund_id for t in rows if t.refund_id is not None]
-    if not refund_ids:
+    entries = [t for t in rows if t.refund_id is not None]
+    refunded: dict[str, tuple[str | None, str | None]] = {}
+    for merchant_id in {t.merchant_id for t in entries}:  # one: a page is one merchant's
+        refund_ids = [t.refund_id for t in entries if t.merchant_id == merchant_id]
+        marks = ", ".join("?" * len(refund_ids))
+        refunded |= {
+            row["id"]: (row["checkout_session_id"], row["subscription_id"])
+            for row in tx.fetch(
+                "SELECT id, checkout_session_id, subscription_id FROM refunds"
+                f" WHERE merchant_id = ? AND id IN ({marks})",
+                merchant_id,
+                *refund_ids,
+            )
+        }
+    if not refunded:
         return rows
-    marks = ", ".join("?" * len(refund_ids))
-    refunded = {
-        row["id"]: (row["checkout_session_id"], row["subscription_id"])
-        for row in tx.fetch(
-            f"SELECT id, checkout_session_id, subscription_id FROM refunds WHERE id IN ({marks})",
-            *refund_ids,
-        )
-    }
     shown = []
     for t in rows:
         if t.refund_id in refunded:
@@ -219,6 +256,16 @@ def _shown(tx: Tx, rows: list[Transaction]) -> list[Transaction]:
             t = attrs.evolve(t, checkout_session_id=session_id, subscription_id=subscription_id)
         shown.append(t)
     return shown
+
+
+def of_checkout_session(tx: Tx, merchant_id: str, session_id: str) -> list[Transaction]:
+    """The payment of the merchant's checkout session (none, or one)."""
+    rows = tx.fetch(
+        f"SELECT {COLUMNS} FROM transactions WHERE checkout_session_id = ? AND merchant_id = ?",
+        session_id,
+        merchant_id,
+    )
+    return [from_row(row) for row in rows]
 
 
 def for_checkout_session(tx: Tx, session_id: str) -> list[Transaction]:
@@ -235,28 +282,31 @@ def for_subscription(tx: Tx, subscription_id: str) -> list[Transaction]:
     return [from_row(row) for row in rows]
 
 
-def reserve_refund(tx: Tx, transaction_id: str, amount_minor: int) -> bool:
+def reserve_refund(tx: Tx, merchant_id: str, transaction_id: str, amount_minor: int) -> bool:
     """Hold `amount_minor` of a payment or charge for a new refund, if its refundable rest
     still covers it: one conditional write, so refunds racing in any number of processes
     (each waits for the row another holds, then sees its new value) never together pass
     what was paid. False, with nothing written, when the rest is too small."""
     changed = tx.execute(
         "UPDATE transactions SET refund_reserved_minor = refund_reserved_minor + ?"
-        f" WHERE id = ? AND kind <> '{REFUND}' AND amount_minor - refund_reserved_minor >= ?",
+        f" WHERE id = ? AND merchant_id = ? AND kind <> '{REFUND}'"
+        " AND amount_minor - refund_reserved_minor >= ?",
         amount_minor,
         transaction_id,
+        merchant_id,
         amount_minor,
     )
     return changed == 1
 
 
-def release_refund(tx: Tx, transaction_id: str, amount_minor: int) -> None:
+def release_refund(tx: Tx, merchant_id: str, transaction_id: str, amount_minor: int) -> None:
     """Give back what a rejected refund held: its amount is refundable again."""
     changed = tx.execute(
         "UPDATE transactions SET refund_reserved_minor = refund_reserved_minor - ?"
-        " WHERE id = ? AND refund_reserved_minor >= ?",
+        " WHERE id = ? AND merchant_id = ? AND refund_reserved_minor >= ?",
         amount_minor,
         transaction_id,
+        merchant_id,
         amount_minor,
     )
     if changed != 1:

@@ -104,9 +104,10 @@ def delete_endpoint(tx: Tx, merchant_id: str, endpoint_id: str, now_us: int) -> 
     if changed:
         tx.execute(
             "UPDATE deliveries SET status = 'failed', updated_at = ?, lease_owner = NULL"
-            " WHERE endpoint_id = ? AND status = 'pending'",
+            " WHERE endpoint_id = ? AND merchant_id = ? AND status = 'pending'",
             now_us,
             endpoint_id,
+            merchant_id,
         )
     return changed == 1
 
@@ -245,17 +246,21 @@ def _with_faults(
     endpoints' ids so two transactions never wait on each other. A delivery delayed by
     `delay_ms` falls due that much later: it waits in the outbox, holding no sender."""
     counts: dict[str, int] = {}
+    owners: dict[str, str] = {}  # each endpoint's merchant, named in its update
     for row in deliveries:
         endpoint_id = str(row[2])
         if endpoint_id in faulted:
             counts[endpoint_id] = counts.get(endpoint_id, 0) + 1
+            owners[endpoint_id] = str(row[3])
     next_ordinal: dict[str, tuple[int, Faults]] = {}
     for endpoint_id in sorted(counts):
         raised = tx.fetchrow(
             "UPDATE webhook_endpoints SET fault_ordinal = fault_ordinal + ?"
-            " WHERE id = ? AND faults IS NOT NULL RETURNING fault_ordinal, faults",
+            " WHERE id = ? AND merchant_id = ? AND faults IS NOT NULL"
+            " RETURNING fault_ordinal, faults",
             counts[endpoint_id],
             endpoint_id,
+            owners[endpoint_id],
         )
         faults = None if raised is None else fault_rules.decode(raised["faults"])
         if raised is not None and faults is not None:  # not cleared meanwhile
@@ -657,7 +662,8 @@ def deliveries_of_event(tx: Tx, event_id: str) -> list[DeliveryView]:
 # stay the delivery's own for the shared keyset paging.
 _DELIVERY_SELECT = (
     "SELECT id, merchant_id, event_id, endpoint_id, status, next_attempt_at, created_at,"
-    " (SELECT e.type FROM events e WHERE e.id = deliveries.event_id) AS event_type"
+    " (SELECT e.type FROM events e WHERE e.id = deliveries.event_id"
+    " AND e.merchant_id = deliveries.merchant_id) AS event_type"
     " FROM deliveries"
 )
 

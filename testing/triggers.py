@@ -250,7 +250,9 @@ class _Run:
         look = _FIRST_LOOK_SECONDS
         with trio.move_on_after(ADVANCE_DEADLINE_SECONDS):
             while True:
-                stored = await self.parts.db.read(clock_rows.by_id, clock_id)
+                stored = await self.parts.db.read(
+                    clock_rows.of_merchant, self.merchant_id, clock_id
+                )
                 if stored is None or stored.status == clock_rules.READY:
                     return
                 await trio.sleep(look)

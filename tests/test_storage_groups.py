@@ -263,8 +263,8 @@ async def test_purges_and_touches_pass_over_rows_another_transaction_holds(
         await db.write(_stale_rows, merchant_id)
 
         async def purge_and_touch() -> list[Any]:
-            await db.write(merchants.touch_api_key, key.id, NOW_US)
-            await db.write(dashboard_sessions.touch, "seen", NOW_US)
+            await db.write(merchants.touch_api_key, merchant_id, key.id, NOW_US)
+            await db.write(dashboard_sessions.touch, merchant_id, "seen", NOW_US)
             purged = [
                 await db.write(idempotency.purge_expired, NOW_US, 10),
                 await db.write(rate_limits.purge_full, 1, 10),

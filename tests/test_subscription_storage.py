@@ -445,13 +445,17 @@ async def test_the_due_reads_keep_the_real_clock_and_each_test_clock_apart(db: D
     assert ids_of(await db.read(subscriptions.due, NOW_US, 2)) == [early, tied[0]]
     assert await db.read(subscriptions.due, NOW_US - 3 * DAY, 100) == []
     assert await db.read(subscriptions.next_due) == NOW_US - 2 * DAY
-    assert ids_of(await db.read(subscriptions.due_on_clock, clock.id, NOW_US + 30 * DAY, 100)) == [
+    assert ids_of(
+        await db.read(
+            subscriptions.due_on_clock, clock.merchant_id, clock.id, NOW_US + 30 * DAY, 100
+        )
+    ) == [
         on_clock_early,
         on_clock_late,
     ]
-    assert ids_of(await db.read(subscriptions.due_on_clock, clock.id, NOW_US, 100)) == [
-        on_clock_early
-    ]
+    assert ids_of(
+        await db.read(subscriptions.due_on_clock, clock.merchant_id, clock.id, NOW_US, 100)
+    ) == [on_clock_early]
 
 
 async def test_what_is_cancelled_falls_out_of_the_due_reads(db: Database) -> None:

@@ -126,7 +126,11 @@ class ClockAdvance(DurableTimer):
         process finished it)."""
         test_clock = self.test_clock
         due = await self.db.read(
-            subscription_rows.due_on_clock, test_clock.id, test_clock.frozen_time, ADVANCE_BATCH
+            subscription_rows.due_on_clock,
+            test_clock.merchant_id,
+            test_clock.id,
+            test_clock.frozen_time,
+            ADVANCE_BATCH,
         )
         batch = [(record.id, record.version) for record in due]
         if due and batch == self._seen:
@@ -146,5 +150,5 @@ class ClockAdvance(DurableTimer):
             return 0.0
         if await self.db.write(clock_rows.finish_advance, test_clock, self.clock.now_us()):
             return None
-        stored = await self.db.read(clock_rows.by_id, test_clock.id)
+        stored = await self.db.read(clock_rows.of_merchant, test_clock.merchant_id, test_clock.id)
         return None if stored is None or stored.version != test_clock.version else 0.0

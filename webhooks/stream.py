@@ -134,7 +134,7 @@ class EventStreams:
         self._open.discard(stream.id)
         with trio.move_on_after(5, shield=True):
             try:
-                await self.db.write(event_stream.close_stream, stream.id)
+                await self.db.write(event_stream.close_stream, stream.merchant_id, stream.id)
             except Exception as error:  # unrenewed, its place lapses within a minute
                 log_event("could not close a stream", logging.WARNING, error=type(error).__name__)
 
