@@ -138,7 +138,9 @@ class Sandboxes:
         timer then finishes it)."""
         if not ids.looks_like_id(sandbox_id, rules.SANDBOX_PREFIX, 24):
             raise _found(sandbox_id)
-        sandbox = await self.db.write(rows.begin_delete, sandbox_id, self.clock.now_us(), parent_id)
+        sandbox = await self.db.write(
+            rows.begin_delete, sandbox_id, parent_id, self.clock.now_us(), True
+        )
         if sandbox is None:
             raise _found(sandbox_id)
         log_event("sandbox deleting", sandbox=sandbox.id, merchant=sandbox.merchant_id)
@@ -147,7 +149,7 @@ class Sandboxes:
         finished = False
         with trio.move_on_after(FINISH_SECONDS, shield=True):
             try:
-                finished = await self.finish(sandbox.id, sandbox.merchant_id)
+                finished = await self.finish(sandbox.id, sandbox.parent_id, sandbox.merchant_id)
             except Exception as error:  # marked deleted: the timer finishes it
                 log_event(
                     "a sandbox's deletion is left to the timer",
@@ -159,13 +161,13 @@ class Sandboxes:
             self.on_unfinished()
         return sandbox
 
-    async def expire(self, sandbox_id: str, merchant_id: str) -> bool:
+    async def expire(self, due: rows.Due) -> bool:
         """The timer's step for one due sandbox: mark it deleted if still live (it
         expired), then remove its rows; whether it is gone."""
-        await self.db.write(rows.begin_delete, sandbox_id, self.clock.now_us())
-        return await self.finish(sandbox_id, merchant_id)
+        await self.db.write(rows.begin_delete, due.id, due.parent_id, self.clock.now_us(), False)
+        return await self.finish(due.id, due.parent_id, due.merchant_id)
 
-    async def finish(self, sandbox_id: str, merchant_id: str) -> bool:
+    async def finish(self, sandbox_id: str, parent_id: str, merchant_id: str) -> bool:
         """Remove every row of a sandbox marked deleted, table by table in batches, then
         its merchant and sandbox rows; whether it is gone (False: rows were written
         meanwhile pass after pass, left to the timer). Its live actors in this process
@@ -188,7 +190,7 @@ class Sandboxes:
                         error_type=type(error).__name__,
                     )
                     continue
-                if await self.db.write(rows.finish, sandbox_id, merchant_id):
+                if await self.db.write(rows.finish, sandbox_id, parent_id, merchant_id):
                     log_event("sandbox deleted", sandbox=sandbox_id, merchant=merchant_id)
                     return True
             return False

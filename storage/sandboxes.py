@@ -137,22 +137,25 @@ def page(
 
 
 def begin_delete(
-    tx: Tx, sandbox_id: str, now_us: int, parent_id: str | None = None
+    tx: Tx, sandbox_id: str, parent_id: str, now_us: int, by_parent: bool
 ) -> Sandbox | None:
-    """Mark the sandbox deleted, delete its keys and their rate-limit buckets, and clear
-    its subscriptions' due times; the sandbox, or None when there is no such sandbox not
-    yet deleted (nothing written). With `parent_id` (its parent's DELETE), only that
-    parent's live one: one past `expires_at` is the timer's."""
-    row = tx.fetchrow(f"SELECT {COLUMNS} FROM sandboxes WHERE id = ?", sandbox_id)
+    """Mark the parent's sandbox deleted, delete its keys and their rate-limit buckets,
+    and clear its subscriptions' due times; the sandbox, or None when the parent has no
+    such sandbox not yet deleted (nothing written). `by_parent` (its DELETE): only a live
+    one, as one past `expires_at` is the timer's."""
+    row = tx.fetchrow(
+        f"SELECT {COLUMNS} FROM sandboxes WHERE id = ? AND parent_id = ?", sandbox_id, parent_id
+    )
     if row is None:
         return None
     sandbox = from_row(row)
-    if parent_id is not None and (sandbox.parent_id != parent_id or expired(sandbox, now_us)):
+    if by_parent and expired(sandbox, now_us):
         return None
     marked = tx.execute(
-        "UPDATE sandboxes SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL",
+        "UPDATE sandboxes SET deleted_at = ? WHERE id = ? AND parent_id = ? AND deleted_at IS NULL",
         now_us,
         sandbox_id,
+        parent_id,
     )
     if not marked:
         return None
@@ -166,11 +169,11 @@ def begin_delete(
 
 
 def _drop_keys(tx: Tx, merchant_id: str) -> None:
-    tx.execute(
-        "DELETE FROM rate_limit_buckets WHERE bucket_key IN"
-        " (SELECT 'key:' || id FROM api_keys WHERE merchant_id = ?)",
-        merchant_id,
-    )
+    # Each key's bucket by its own bucket key (the limiter's "key:" + the key's id): the
+    # buckets are keyed by what they count, not by merchant, so on a distributed
+    # database each such statement routes by itself (docs/scaling.md). A sandbox has one.
+    for row in tx.fetch("SELECT id FROM api_keys WHERE merchant_id = ?", merchant_id):
+        tx.execute("DELETE FROM rate_limit_buckets WHERE bucket_key = ?", "key:" + row["id"])
     tx.execute("DELETE FROM api_keys WHERE merchant_id = ?", merchant_id)
 
 
@@ -183,13 +186,14 @@ class Step:
     table: str
     key: str
     select: str
+    column: str  # the column holding the merchant id
     # Rows of child tables that name these rows and carry no merchant id themselves,
     # deleted first in the same transaction: (table, its column naming our key).
     children: tuple[tuple[str, str], ...] = ()
 
 
 def _own(table: str, key: str = "id", column: str = "merchant_id", more: str = "") -> Step:
-    return Step(table, key, f"SELECT {key} FROM {table} WHERE {column} = ?{more}")
+    return Step(table, key, f"SELECT {key} FROM {table} WHERE {column} = ?{more}", column)
 
 
 # Children before the rows they name (the foreign keys of storage/migrations): deliveries
@@ -201,6 +205,7 @@ STEPS: tuple[Step, ...] = (
         "deliveries",
         "id",
         "SELECT id FROM deliveries WHERE merchant_id = ?",
+        "merchant_id",
         children=(("delivery_attempts", "delivery_id"),),
     ),
     _own("events"),
@@ -226,25 +231,39 @@ def delete_batch(tx: Tx, merchant_id: str, step: Step, most: int) -> int:
     (FOR UPDATE), so a writer settling one of them now (a delivery's attempt) either
     committed first, its new child deleted with them, or finds the row gone afterwards."""
     if not step.children:
+        # The outer statement names the merchant too: on a distributed database each
+        # statement must route to its shard by itself (docs/scaling.md).
         return tx.execute(
-            f"DELETE FROM {step.table} WHERE ({step.key}) IN ({step.select} LIMIT ?)",
+            f"DELETE FROM {step.table} WHERE ({step.key}) IN ({step.select} LIMIT ?)"
+            f" AND {step.column} = ?",
             merchant_id,
             most,
+            merchant_id,
         )
     lock = " FOR UPDATE" if tx.dialect == "postgresql" else ""
     rows = tx.fetch(f"{step.select} LIMIT ?{lock}", merchant_id, most)
     keys = [row[step.key] for row in rows]
     for child, column in step.children:
         _delete_in(tx, child, column, keys)
-    return _delete_in(tx, step.table, step.key, keys)
+    return _delete_in(tx, step.table, step.key, keys, (step.column, merchant_id))
 
 
-def _delete_in(tx: Tx, table: str, column: str, values: Sequence[object]) -> int:
+def _delete_in(
+    tx: Tx,
+    table: str,
+    column: str,
+    values: Sequence[object],
+    owner: tuple[str, str] | None = None,
+) -> int:
+    """Delete the rows of `table` whose `column` is among `values`, and whose `owner`
+    column holds the merchant, when the table has one (a child table has none)."""
+    where = "" if owner is None else f" AND {owner[0]} = ?"
     deleted = 0
     for start in range(0, len(values), 500):  # well within SQLite's bound on parameters
         chunk = values[start : start + 500]
         marks = ", ".join("?" * len(chunk))
-        deleted += tx.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", *chunk)
+        args = [*chunk] if owner is None else [*chunk, owner[1]]
+        deleted += tx.execute(f"DELETE FROM {table} WHERE {column} IN ({marks}){where}", *args)
     return deleted
 
 
@@ -257,14 +276,18 @@ def left(tx: Tx, merchant_id: str) -> list[str]:
     return found
 
 
-def finish(tx: Tx, sandbox_id: str, merchant_id: str) -> bool:
+def finish(tx: Tx, sandbox_id: str, parent_id: str, merchant_id: str) -> bool:
     """Delete the sandbox's merchant row and its sandbox row once nothing else of the
     merchant is left; False (nothing written) while something is."""
     if left(tx, merchant_id):
         return False
     _drop_keys(tx, merchant_id)  # made meanwhile by no one, but the merchant row needs none
     tx.execute("DELETE FROM merchants WHERE id = ? AND sandbox_of IS NOT NULL", merchant_id)
-    tx.execute("DELETE FROM sandboxes WHERE id = ? AND deleted_at IS NOT NULL", sandbox_id)
+    tx.execute(
+        "DELETE FROM sandboxes WHERE id = ? AND parent_id = ? AND deleted_at IS NOT NULL",
+        sandbox_id,
+        parent_id,
+    )
     return True
 
 
@@ -273,6 +296,7 @@ class Due:
     """A sandbox the timer should delete (or finish deleting)."""
 
     id: str
+    parent_id: str
     merchant_id: str
 
 
@@ -280,19 +304,20 @@ def due(tx: Tx, now_us: int, deleting_before_us: int, limit: int) -> list[Due]:
     """Live sandboxes past `expires_at`, and sandboxes marked deleted before
     `deleting_before_us` and not finished, earliest first, at most `limit` of each."""
     expired = tx.fetch(
-        "SELECT id, merchant_id FROM sandboxes"
+        "SELECT id, parent_id, merchant_id FROM sandboxes"
         " WHERE deleted_at IS NULL AND expires_at IS NOT NULL AND expires_at <= ?"
         " ORDER BY expires_at LIMIT ?",
         now_us,
         limit,
     )
     unfinished = tx.fetch(
-        "SELECT id, merchant_id FROM sandboxes WHERE deleted_at IS NOT NULL AND deleted_at < ?"
+        "SELECT id, parent_id, merchant_id FROM sandboxes"
+        " WHERE deleted_at IS NOT NULL AND deleted_at < ?"
         " ORDER BY deleted_at LIMIT ?",
         deleting_before_us,
         limit,
     )
-    return [Due(row["id"], row["merchant_id"]) for row in [*expired, *unfinished]]
+    return [Due(row["id"], row["parent_id"], row["merchant_id"]) for row in [*expired, *unfinished]]
 
 
 def next_due(tx: Tx) -> tuple[int | None, int | None]:

@@ -146,22 +146,6 @@ ALLOWLIST = (
         ),
     ),
     Allowed(
-        "sandboxes",
-        "storage/sandboxes.py (being changed as this lands): a sandbox read and marked by id"
-        " where the parent is known, and its deletion's batches naming the merchant only"
-        " inside their subquery; each fix is one more `AND merchant_id = ?` (docs/scaling.md)."
-        " The deletion also clears its keys' rate-limit buckets, keyed by no merchant.",
-        (
-            r" FROM sandboxes WHERE id = %s$",
-            r"^UPDATE sandboxes SET deleted_at = %s WHERE id = %s AND deleted_at IS NULL$",
-            r"^DELETE FROM sandboxes WHERE id = %s AND deleted_at IS NOT NULL$",
-            r"^DELETE FROM (\w+) WHERE \([\w, ]+\) IN \(SELECT [\w, ]+ FROM \1 WHERE"
-            r" (merchant_id|scope) = %s( AND refund_id IS NOT NULL)? LIMIT %s\)$",
-            r"^DELETE FROM rate_limit_buckets WHERE bucket_key IN \(SELECT 'key:' \|\| id FROM"
-            r" api_keys WHERE merchant_id = %s\)$",
-        ),
-    ),
-    Allowed(
         "operator",
         "The operator's commands over all merchants: `fgcpay ledger verify` without"
         " --merchant, `fgcpay merchant list`, `fgcpay customer unlock` without --merchant.",

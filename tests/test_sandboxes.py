@@ -380,7 +380,10 @@ async def test_expiry_and_an_unfinished_deletion_survive_a_restart(
     await create(half_key)
     # A process that died right after marking it deleted (the key refused, the rows left).
     now = first.running.service.clock.now_us()
-    assert await first.db.write(sandbox_rows.begin_delete, half_deleted["id"], now) is not None
+    marked = await first.db.write(
+        sandbox_rows.begin_delete, half_deleted["id"], parent.id, now, True
+    )
+    assert marked is not None
     assert (await half_key.get("/checkout/sessions")).status_code == 401
     assert (await parent.get(f"/sandboxes/{half_deleted['id']}")).status_code == 404
     await first.shutdown()
@@ -597,12 +600,12 @@ async def test_a_deletion_the_request_could_not_finish_is_finished_by_the_timer(
     real = sandbox_rows.finish
     refused: list[str] = []
 
-    def written_meanwhile(tx: Tx, sandbox_id: str, merchant_id: str) -> bool:
+    def written_meanwhile(tx: Tx, sandbox_id: str, parent_id: str, merchant_id: str) -> bool:
         # As if something of the sandbox were written during each of the request's passes.
         if len(refused) < sandbox_accounts.PASSES:
             refused.append(sandbox_id)
             return False
-        return real(tx, sandbox_id, merchant_id)
+        return real(tx, sandbox_id, parent_id, merchant_id)
 
     monkeypatch.setattr(sandbox_rows, "finish", written_meanwhile)
     assert (await parent.delete(f"/sandboxes/{created['id']}")).status_code == 200

@@ -20,8 +20,8 @@ FINISH_AFTER_US = 30 * 1_000_000
 RETRY_SECONDS = 5.0
 BATCH = 50  # sandboxes read per round (each deletion runs its own batches)
 
-# (sandbox id, its merchant id) -> whether it is gone
-Expire = Callable[[str, str], Awaitable[bool]]
+# A due sandbox -> whether it is gone
+Expire = Callable[[rows.Due], Awaitable[bool]]
 
 
 class SandboxExpiry(DurableTimer):
@@ -50,7 +50,7 @@ class SandboxExpiry(DurableTimer):
         while True:
             now = self.clock.now_us()
             due = await self.db.read(rows.due, now, now - FINISH_AFTER_US, BATCH)
-            gone = [await self.expire(sandbox.id, sandbox.merchant_id) for sandbox in due]
+            gone = [await self.expire(sandbox) for sandbox in due]
             if not all(gone):
                 return RETRY_SECONDS  # written to meanwhile, pass after pass: soon again
             if len(due) < BATCH:
