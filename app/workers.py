@@ -1,10 +1,14 @@
 """`fgcpay serve`'s processes: bind the listening socket, migrate once, then serve in
 this process or, with `--workers N`, supervise N worker processes sharing the socket.
 
-The supervisor starts the workers (spawned), forwards SIGTERM and SIGINT to them through
-the shutdown line, stops them all once one fails, and exits 1 then; a worker stops on a
-signal to itself, or when the supervisor stops or dies (even by SIGKILL). The service
-each worker runs is `fgcpay.service.serve`.
+The supervisor starts the workers (spawned) and forwards SIGTERM and SIGINT to them
+through the shutdown line. A worker that ends while the service runs (killed, crashed,
+or stopped by a signal to itself) is started again in its place, as an OTP supervisor
+restarts a child, within a budget: past `RESTARTS` in `RESTART_PERIOD_SECONDS` a restart
+is not curing it (a bad deploy, a database refusing every worker), so the supervisor
+stops them all and exits 1, for the platform to see. A worker stops on a signal to
+itself, or when the supervisor stops or dies (even by SIGKILL). The service each worker
+runs is `fgcpay.service.serve`.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from multiprocessing.connection import Connection, wait
@@ -21,8 +26,13 @@ from typing import Any
 import trio
 from fgcpay.core.logs import configure_logging, log_event
 from fgcpay.core.settings import Settings, database_shown
+from fgcpay.core.supervision import Budget
 from fgcpay.service import hypercorn_config, serve, wait_for_signal
 from fgcpay.startup import CommandError, migrate, reason
+
+# The workers' restart budget: at most this many restarts within the period.
+RESTARTS = 5
+RESTART_PERIOD_SECONDS = 60.0
 
 
 def serve_workers(settings: Settings, host: str | None, port: int | None, workers: int) -> int:
@@ -103,40 +113,66 @@ async def _supervisor_done(shutdown_line: Connection) -> None:
 
 
 def _supervise(settings: Settings, sockets: Any, workers: int) -> int:
-    """Run `workers` processes sharing the listening socket; SIGTERM stops them all."""
+    """Run `workers` processes sharing the listening socket, each replaced when it ends
+    (within the budget); SIGTERM stops them all."""
     ctx = multiprocessing.get_context("spawn")
     # The shutdown line: a pipe whose writing end only this process holds (a spawned
     # worker inherits no descriptor it was not given), so a worker outlives neither a
-    # stop nor this process's death, even by SIGKILL.
+    # stop nor this process's death, even by SIGKILL. Its reading end is kept here to
+    # hand to the workers started in a dead one's place.
     line, stop_line = ctx.Pipe(duplex=False)
-    processes = [
-        ctx.Process(target=_worker_entry, args=(settings, sockets, line), name=f"fgcpay-worker-{i}")
-        for i in range(workers)
-    ]
+    stopping = False
 
-    def stop(signum: int, frame: Any) -> None:
-        stop_line.close()  # idempotent
-
-    for process in processes:
+    def start(number: int) -> multiprocessing.process.BaseProcess:
+        process = ctx.Process(
+            target=_worker_entry, args=(settings, sockets, line), name=f"fgcpay-worker-{number}"
+        )
         process.start()
-    line.close()
-    # Each worker has its own copy now. Ours would keep the port listening, with nobody
-    # accepting, once the workers stop accepting: connections must be refused instead.
-    for sock in sockets.insecure_sockets:
-        sock.close()
+        return process
+
+    def stop(signum: int | None = None, frame: Any = None) -> None:
+        nonlocal stopping
+        stopping = True
+        stop_line.close()  # idempotent
+        # Ours would keep the port listening, with nobody accepting, once the workers
+        # stop accepting: connections must be refused instead.
+        for sock in sockets.insecure_sockets:
+            sock.close()
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    running = {start(number): number for number in range(workers)}
+    budget = Budget(RESTARTS, RESTART_PERIOD_SECONDS)
     exit_code = 0
-    running = list(processes)
     while running:
-        # Whichever worker ends first: if it failed, stop the others too.
         for sentinel in wait([p.sentinel for p in running]):
             ended = next(p for p in running if p.sentinel == sentinel)
             ended.join()
-            running.remove(ended)
-            if ended.exitcode != 0:
+            number = running.pop(ended)
+            if stopping:
+                continue
+            if budget.spend(time.monotonic()):
+                log_event(
+                    "workers keep ending: stopping the service",
+                    logging.ERROR,
+                    exit_code=ended.exitcode,
+                    restarts=RESTARTS,
+                    period_seconds=RESTART_PERIOD_SECONDS,
+                )
                 exit_code = 1
-                stop_line.close()
+                stop()
+                continue
+            log_event(
+                "a worker ended; starting another in its place",
+                logging.WARNING,
+                pid=ended.pid,
+                exit_code=ended.exitcode,
+            )
+            try:
+                running[start(number)] = number
+            except (OSError, ValueError):
+                if not stopping:  # a stop between the check and the start closed the socket
+                    raise
     # The workers shared their metrics through a directory derived from this process
     # (fgcpay.core.metrics): nobody reads it once they have all ended.
     from fgcpay.core.metrics_files import remove_workers_directory

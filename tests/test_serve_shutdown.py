@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fgcpay.workers import RESTARTS
 from helpers import wait_ready_blocking
 from processes import FGCPAY, ended_within, free_port, worker_pids
 
@@ -115,3 +116,48 @@ def test_a_worker_does_not_outlive_its_killed_command(
     process.wait(timeout=15)
     assert ended_within(workers, PROMPT_SECONDS)
     assert _refused(url)
+
+
+def test_a_killed_worker_is_replaced_and_the_service_keeps_serving(
+    command: tuple[subprocess.Popen[bytes], str],
+) -> None:
+    """One worker SIGKILLed (an OOM kill, a crash in C): the command starts another in
+    its place, as hypercorn's master does, instead of stopping the whole service."""
+    process, url = command
+    killed, kept = _workers_of(process.pid)
+    os.kill(killed, signal.SIGKILL)
+    assert ended_within([killed], PROMPT_SECONDS)
+    deadline = time.monotonic() + 60
+
+    def replaced() -> list[int]:
+        return [pid for pid in worker_pids(process.pid) if pid not in (killed, kept)]
+
+    # A separate process's children: /proc is the only way to see one start.
+    while not replaced() and time.monotonic() < deadline:
+        assert process.poll() is None, "fgcpay serve stopped when one worker died"
+        time.sleep(0.05)
+    assert replaced(), "no worker took the killed one's place"
+    assert process.poll() is None
+    assert sorted(worker_pids(process.pid)) == sorted([kept, *replaced()])
+    assert httpx.get(url + "/readyz", timeout=5).status_code == 200
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=15) == 0
+
+
+def test_workers_dying_past_the_restart_budget_stop_the_service_with_exit_1(
+    command: tuple[subprocess.Popen[bytes], str],
+) -> None:
+    """A worker killed again and again (a fault a restart does not cure): past the
+    budget the command stops every worker and exits 1, for the platform to see."""
+    process, _ = command
+    killed: set[int] = set()
+    deadline = time.monotonic() + 60
+    while process.poll() is None and time.monotonic() < deadline:
+        for pid in worker_pids(process.pid):
+            if pid not in killed:
+                killed.add(pid)
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)  # polling /proc for the next one started
+    assert process.wait(timeout=15) == 1
+    assert len(killed) > RESTARTS
+    assert ended_within(sorted(killed), PROMPT_SECONDS)
