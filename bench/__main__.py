@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench --list
     .venv/bin/python -m bench create [lists ...|all] [--sqlite|--pg|--both] [--quick] [--json F]
+    .venv/bin/python -m bench soak --pg [--quick | --minutes 60]   (not part of `all`)
     .venv/bin/python -m bench report F.json [...] [--write docs/performance.md]
     .venv/bin/python -m bench create --sqlite --baseline ../old/.venv/bin/fgcpay   (A/B)
 
@@ -36,7 +37,8 @@ from .suite import Ctx, machine, machine_line, params, table
 
 SCENARIOS = ("create", "lists", "hosted", "webhooks", "renewals", "ledger", "refunds",
              "subscriptions", "events", "dashboard", "memory", "receiver_check",
-             "triggers", "sandboxes", "client")  # fmt: skip
+             "triggers", "sandboxes", "client", "soak")  # fmt: skip
+ALONE = ("soak",)  # an hour: run by name, never as part of `all`
 
 
 def scenario(name: str) -> ModuleType:
@@ -85,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the figures (and the machine) here")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--pg-workers", type=int, default=2)
+    parser.add_argument("--minutes", type=float, help="the soak's length (--set minutes=M)")
     parser.add_argument("--profile", choices=("auto", "always", "never"),
                         help="py-spy when a target is missed (default; never with --quick)")  # fmt: skip
     parser.add_argument(
@@ -110,7 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.list or not args.scenarios:
         print("\n".join(f"{name:<14} {scenario(name).ABOUT}" for name in SCENARIOS))
         return 0
-    names = list(SCENARIOS) if args.scenarios == ["all"] else args.scenarios
+    if args.minutes is not None:
+        args.set.append(f"minutes={args.minutes:g}")
+    names = (
+        [n for n in SCENARIOS if n not in ALONE] if args.scenarios == ["all"] else args.scenarios
+    )
     unknown = [n for n in names if n not in SCENARIOS]
     sizes = {k for n in names if n in SCENARIOS for k in scenario(n).FULL}
     unknown += [s.partition("=")[0] for s in args.set if s.partition("=")[0] not in sizes]

@@ -88,7 +88,11 @@ def render(name: str, specs: dict[str, Spec], figures: list[dict[str, Any]],
     # replaced measured none of it.
     shown = {id(f) for f in measured.values()}
     used = [r for r in runs if any(id(f) in shown for f in r["figures"])]
-    lines = [f"Measured {machine_line(r['machine'])}." for r in used] or [
+    lines = [f"Measured {machine_line(r['machine'])}." for r in used]
+    # A scenario's own table beside its figures (the soak's windows), from its run.
+    lines += ["\nIts windows:\n\n" + r["notes"][name]["table"] for r in used
+              if "table" in r.get("notes", {}).get(name, {})]  # fmt: skip
+    lines = lines or [
         "Not yet measured with `python -m bench`; the before column is the last figure of "
         "the scripts it replaced."]  # fmt: skip
     return "\n".join(rows) + "\n\n" + "\n".join(lines)

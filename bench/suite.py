@@ -131,6 +131,9 @@ class Ctx:
     baseline: str | None = None
     figures: list[Figure] = field(default_factory=list)
     profiles: list[str] = field(default_factory=list)
+    # What a scenario keeps beside its figures, by scenario (the soak's windows), saved in
+    # the JSON as it is.
+    notes: dict[str, Any] = field(default_factory=dict)
 
     def add(self, backend: Any, key: str, value: float, detail: str = "") -> bool:
         """Record a figure; True when its target is missed (the cue to profile)."""
@@ -145,7 +148,7 @@ class Ctx:
 
     def as_json(self, info: dict[str, Any]) -> dict[str, Any]:
         return {"machine": info, "figures": [asdict(f) for f in self.figures],
-                "profiles": self.profiles}  # fmt: skip
+                "profiles": self.profiles, "notes": self.notes}  # fmt: skip
 
 
 def params(module: Any, quick: bool, overrides: list[str]) -> SimpleNamespace:
