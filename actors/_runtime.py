@@ -30,7 +30,11 @@
   restarted but quarantined for a cool-off that doubles with each quarantine from
   `backoff_seconds` up to `max_backoff_seconds`, and is forgotten once the id has not
   crashed for `forget_seconds`. Meanwhile its asks are answered at once with 503 and a
-  `Retry-After`, so a poison id (or a database that is down) never restarts in a loop.
+  `Retry-After`, so a poison id never restarts in a loop.
+- A database outage (`DatabaseUnavailable`, handling a message or loading) is not a
+  crash: no budget is spent, the asker gets the outage itself (503 with `Retry-After`),
+  and the actor ends; the next ask loads it from storage. A restart of PostgreSQL thus
+  never escalates a kind, nor loops an actor against a database that is down.
 - An ask's deadline (`ask_timeout`): an ask that gets no reply in time is answered 503
   with a `Retry-After`, and the message is abandoned: skipped if not begun, its handler
   cancelled if it runs. A write already handed to the database is never abandoned (the
@@ -59,6 +63,7 @@ import attrs
 import trio
 from fgcpay.core.supervision import Backoff, Budget, Supervised, Supervisor
 from fgcpay.domain import errors
+from fgcpay.storage import DatabaseUnavailable
 
 S = TypeVar("S")
 R = TypeVar("R")
@@ -416,6 +421,8 @@ class ActorHost:
                         state, actor.loaded = actor.loaded, NOT_LOADED
                     else:
                         state = await behaviour.activate(actor_id)
+                except DatabaseUnavailable:
+                    return  # an outage (see below): a later ask activates it again
                 except Exception as crash:
                     if self._crashed(actor, crash, "activate"):
                         return  # quarantined: `_retire` answers what waits with Retry-After
@@ -449,6 +456,15 @@ class ActorHost:
                             return  # passivate; `finally` closes the mailbox at once
                         if not finished:
                             break  # cancelled mid-way: reload what storage holds
+                except DatabaseUnavailable as outage:
+                    # The database is down or restarting: not the actor's fault, so no
+                    # budget is spent (a restart of PostgreSQL would otherwise escalate
+                    # every kind with live actors, and readiness would answer 503 for a
+                    # minute). Its asker hears the outage as it is (503 with Retry-After);
+                    # the actor ends, its state unknown, and the next ask loads it again.
+                    if current is not None and current.reply is not None:
+                        current.reply.fail(outage)
+                    return
                 except Exception as crash:
                     # One message crashed it: restart from storage at once, that message
                     # answered 503 (it is not retried, so this cannot loop by itself).

@@ -11,6 +11,7 @@ import trio
 import trio.testing
 from fgcpay.actors import ActorHost, Message
 from fgcpay.domain import errors
+from fgcpay.storage import DatabaseUnavailable
 
 IDLE = 10.0
 FINAL = 100  # a counter at or above it is done with, as a paid session is
@@ -30,6 +31,11 @@ class Boom(Message[int]):
 @attrs.frozen
 class Hang(Message[int]):
     pass
+
+
+@attrs.frozen
+class Outage(Message[int]):
+    """Handled while the database is down: its write fails as storage fails then."""
 
 
 @attrs.frozen
@@ -64,6 +70,8 @@ class Counter:
             await trio.lowlevel.checkpoint()  # give other tasks every chance to interleave
             if isinstance(message, Boom):
                 raise RuntimeError("boom")
+            if isinstance(message, Outage):
+                raise DatabaseUnavailable("PostgreSQL is unavailable: OperationalError")
             if isinstance(message, Hang):
                 await trio.sleep_forever()
             if isinstance(message, Held):
@@ -348,6 +356,21 @@ async def test_a_kind_within_its_budget_restarts_and_one_beyond_escalates(
     assert supervisor.escalated() == ["actor kind counter"]
     # Escalated, the kind still serves on demand (see the module docstring).
     assert await host.ask("counter", "other", Add(2)) == 2
+
+
+async def test_a_database_outage_answers_503_to_retry_and_never_escalates_the_kind(
+    host: ActorHost, counter: Counter, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A database restart fails every live actor's write at once (bench soak restarted
+    PostgreSQL during a clock's renewals: the kind escalated, and readiness answered 503
+    for a minute after a 0.3 s restart). An outage is not the actor's fault: each asker
+    hears it as the outage it is (a 503 to retry) and the actor reloads, but the kind's
+    budget, which is for bugs, is not spent."""
+    for n in range(10):  # more than restart_limit=3 within the period
+        with pytest.raises(DatabaseUnavailable):
+            await host.ask("counter", f"id{n}", Outage())
+    assert host.supervisor.escalated() == []
+    assert await host.ask("counter", "id0", Add(1)) == 1  # reloaded, served
 
 
 async def test_crashes_spread_wider_than_the_period_never_escalate(
