@@ -46,6 +46,33 @@ async def test_revoked_key_reads_revoked(db: Database) -> None:
     assert found is not None and found[0].revoked_at == 123
 
 
+async def test_keys_looked_up_together_each_get_their_own_answer(db: Database) -> None:
+    # Many requests' lookups at once: on PostgreSQL one grouped read answers them in one
+    # statement, and each caller must still get its own key, revoked or not, or nothing.
+    created = await create_merchant(db, "Acme", "many@example.com")
+    keys = [new_api_key(created.merchant.id, n).record for n in range(40)]
+    for key in keys:
+        await db.write(merchants.insert_api_key, key)
+    revoked = keys[::3]
+    for key in revoked:
+        assert await db.write(merchants.revoke_api_key, created.merchant.id, key.id, 7)
+    asked = [key.key_hash for key in keys] * 2 + [ids.api_key_hash("fp_test_" + "Q" * 32)]
+    answers: dict[int, object] = {}
+
+    async def look_up(n: int) -> None:
+        answers[n] = await db.read(merchants.api_key_by_hash, asked[n])
+
+    async with trio.open_nursery() as nursery:
+        for n in range(len(asked)):
+            nursery.start_soon(look_up, n)
+    for n, key_hash in enumerate(asked[:-1]):
+        found = answers[n]
+        assert isinstance(found, tuple), n
+        assert found[0].key_hash == key_hash and found[1].id == created.merchant.id
+        assert (found[0].revoked_at is not None) == (keys[n % len(keys)] in revoked)
+    assert answers[len(asked) - 1] is None
+
+
 async def test_another_merchant_cannot_revoke_a_key(db: Database) -> None:
     owner = await create_merchant(db, "Acme", "o@example.com")
     other = await create_merchant(db, "Other", "x@example.com")
