@@ -15,7 +15,13 @@ another event loop and nothing blocks the trio thread.
   (`_database.locks`), sorted, so two processes' groups that want the same rows wait for
   each other there, in one order, and never deadlock on them halfway through.
 - Reads run on pooled connections in autocommit mode; each read is one statement or a
-  few statements that need no common snapshot.
+  few statements that need no common snapshot. A read whose function has a batched form
+  (the API key lookup of every request) queues to one reader thread of its own instead
+  (`GroupThread`, with a connection of the pool): it takes every such read queued so far
+  and runs each function's calls as one statement, so a burst of requests costs one
+  thread hop and one round trip, not one each. Each statement starts after every read of
+  its group was asked for, so a read still sees everything committed before it was asked
+  (a key revoked before a request arrives refuses that request).
 - LISTEN (every channel the process follows) runs on a connection and a thread of its
   own, and reconnects after a restart.
 
@@ -55,6 +61,7 @@ from ._database import (
     Row,
     Shared,
     StorageError,
+    batched_form,
     declared_keys,
     select_one,
 )
@@ -63,6 +70,10 @@ from ._threads import Connections, GroupThread, Job, run_many, runs_of
 
 MIN_POOL_SIZE = 3
 """The writer, the listener and at least one reader."""
+
+GROUPED_READER_FROM = 4
+"""The pool size from which one reader connection serves the grouped reads (below it,
+they take a pooled connection each, as every other read)."""
 
 _RETRIES = 3
 """Times a caller's transaction is run again after a deadlock or serialization failure."""
@@ -248,9 +259,14 @@ class PostgresDatabase:
         # Bounds connecting, waiting for a pooled connection and each statement, so a
         # database that is down or hung is answered 503 in seconds, never a hang.
         self.timeout_seconds = timeout_seconds
-        self._readers = Connections(pool_size - 2, self._connect, _close, _is_usable)
+        grouped = pool_size >= GROUPED_READER_FROM
+        self._readers = Connections(pool_size - 2 - int(grouped), self._connect, _close, _is_usable)
         self._writer = GroupThread("fgcpay-pg-writer", "write", self._commit_group)
         self._writer_conn: psycopg.Connection[Any] | None = None
+        self._grouped = (
+            GroupThread("fgcpay-pg-reader", "read", self._read_group) if grouped else None
+        )
+        self._grouped_conn: psycopg.Connection[Any] | None = None
         # The listener's thread is its own: it never takes a reader's place.
         self._listen_limiter = trio.CapacityLimiter(1)
 
@@ -283,10 +299,13 @@ class PostgresDatabase:
     async def stop(self) -> None:
         """Commit the queued writes, then close every connection."""
         await self._writer.stop()
+        if self._grouped is not None:
+            await self._grouped.stop()
         self._readers.close_all()
-        if self._writer_conn is not None:
-            self._writer_conn.close()
-            self._writer_conn = None
+        for conn in (self._writer_conn, self._grouped_conn):
+            if conn is not None:
+                conn.close()
+        self._writer_conn = self._grouped_conn = None
 
     def start(self, migrations: list[Migration]) -> None:
         """Connect, apply what migrations are missing and start the writer (blocking)."""
@@ -300,10 +319,21 @@ class PostgresDatabase:
             self._writer_conn.close()
             raise StorageError(f"PostgreSQL migrations failed: {error}") from None
         self._writer.start()
+        if self._grouped is not None:
+            self._grouped.start()
 
     # -- Database -------------------------------------------------------------------
 
     async def read(self, fn: RepoFn[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self._grouped is not None and not kwargs and batched_form(fn) is not None:
+            try:
+                with trio.fail_after(self.timeout_seconds):
+                    return await self._grouped.submit(fn, args, kwargs)
+            except trio.TooSlowError:
+                raise DatabaseUnavailable(
+                    f"PostgreSQL did not answer within {self.timeout_seconds:g} s"
+                ) from None
+
         def work(conn: psycopg.Connection[Any]) -> Any:
             with conn.cursor() as cur:
                 try:
@@ -329,10 +359,64 @@ class PostgresDatabase:
         await self.read(select_one)
 
     def connection_use(self) -> list[ConnectionUse]:
+        grouped = self._grouped
         return [
-            ConnectionUse("read", self._readers.in_use, self._readers.size),
+            ConnectionUse(
+                "read",
+                self._readers.in_use + int(grouped is not None and grouped.busy),
+                self._readers.size + int(grouped is not None),
+            ),
             ConnectionUse("write", int(self._writer.busy), 1),
         ]
+
+    # -- the grouped reader's thread ------------------------------------------------
+
+    def _read_group(self, batch: list[Job]) -> None:
+        """Every read queued so far, each function's calls as one call of its batched
+        form, in autocommit: each statement sees what was committed before it began, and
+        so before any of these reads was asked for. A batched call that fails is run
+        again call by call, so each caller hears its own answer."""
+        conn = self._grouped_conn
+        if conn is None or not _is_usable(conn):
+            if conn is not None:
+                conn.close()
+            self._grouped_conn = None
+            conn = self._grouped_conn = self._connect()  # or every caller hears 503
+        answered: set[Job] = set()
+        try:
+            with conn.cursor() as cur:
+                tx = PgTx(cur)
+                for run in runs_of(batch):
+                    if run.many is not None:
+                        try:
+                            run_many(run, tx)
+                            answered.update(run.jobs)
+                            continue
+                        except Exception:
+                            if _is_broken(conn):
+                                raise
+                    for job in run.jobs:
+                        self._read_one(conn, tx, job)
+                        answered.add(job)
+        except psycopg.Error as error:  # the connection is gone: the rest hear why
+            failure = _unavailable(error) if _is_unavailable(error) else error
+            for job in batch:
+                if job not in answered:
+                    job.error, job.result = failure, None
+            if _is_broken(conn):
+                conn.close()
+                self._grouped_conn = None
+
+    @staticmethod
+    def _read_one(conn: psycopg.Connection[Any], tx: PgTx, job: Job) -> None:
+        try:
+            job.result = job.fn(tx, *job.args, **job.kwargs)
+        except psycopg.Error as error:
+            if _is_broken(conn):
+                raise
+            job.error = _unavailable(error) if _is_unavailable(error) else error
+        except BaseException as error:  # handed to the caller
+            job.error = error
 
     # -- the writer thread ----------------------------------------------------------
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from fgcpay.domain.checkout import STATES, CheckoutSession
 from fgcpay.domain.events import Event
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.transactions import Transaction
 
 from . import customers, idempotency, transactions, webhooks
-from ._database import Row, Tx, locks
+from ._bulk import Column, insert_rows
+from ._database import LockKey, Row, Tx, batched, locks
 from ._status import guarded_update, status_in
 from .paging import newest_first
 
@@ -48,17 +52,45 @@ def from_row(row: Row) -> CheckoutSession:
     )
 
 
-@locks(idempotency.completion_keys)
-def insert(tx: Tx, session: CheckoutSession, completion: Completion | None) -> None:
-    """Insert a new session and, in the same transaction, its idempotency answer."""
-    s = session
-    tx.execute(
-        f"INSERT INTO checkout_sessions ({COLUMNS})"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+_INSERTED: tuple[Column, ...] = (
+    ("id", "text"), ("merchant_id", "text"), ("status", "text"), ("version", "bigint"),
+    ("amount_minor", "bigint"), ("currency", "text"), ("eur_cents", "bigint"),
+    ("description", "text"), ("success_url", "text"), ("cancel_url", "text"),
+    ("customer_email", "text"), ("customer_reference", "text"),
+    ("external_reference", "text"), ("metadata", "text"), ("created_at", "bigint"),
+    ("updated_at", "bigint"), ("expires_at", "bigint"), ("paid_at", "bigint"),
+)  # fmt: skip
+
+
+def _values(s: CheckoutSession) -> tuple[object, ...]:
+    return (
         s.id, s.merchant_id, s.status, s.version, s.amount_minor, s.currency, s.eur_cents,
         s.description, s.success_url, s.cancel_url, s.customer_email, s.customer_reference,
         s.external_reference, s.metadata_json, s.created_at, s.updated_at, s.expires_at, s.paid_at,
     )  # fmt: skip
+
+
+def _completions_keys(calls: Sequence[tuple[Any, ...]]) -> list[LockKey]:
+    return [key for call in calls for key in idempotency.completion_keys(call[1])]
+
+
+# The writer takes the keys each caller's `insert` declared; these are the same ones.
+@locks(_completions_keys)
+def _insert_many(tx: Tx, calls: Sequence[tuple[Any, ...]]) -> list[None]:
+    """The batched form of `insert`: a group's new sessions in one statement (a burst of
+    creates queues many behind the writer), then their idempotency answers in order."""
+    insert_rows(tx, "checkout_sessions", _INSERTED, [_values(call[0]) for call in calls])
+    for call in calls:
+        if call[1] is not None:
+            idempotency.complete(tx, call[1])
+    return [None] * len(calls)
+
+
+@batched(_insert_many)
+@locks(idempotency.completion_keys)
+def insert(tx: Tx, session: CheckoutSession, completion: Completion | None) -> None:
+    """Insert a new session and, in the same transaction, its idempotency answer."""
+    insert_rows(tx, "checkout_sessions", _INSERTED, [_values(session)])
     if completion is not None:
         idempotency.complete(tx, completion)
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import attrs
 from fgcpay.domain.merchants import ApiKey, Merchant
 
-from ._database import LockKey, Row, Tx, locks
+from ._database import LockKey, Row, Tx, batched, locks
 from ._status import guarded_update
 
 _KEY_COLUMNS = (
@@ -152,16 +155,15 @@ def merchant_by_email(tx: Tx, email: str) -> Merchant | None:
     return None if row is None else _merchant(row)
 
 
-def api_key_by_hash(tx: Tx, key_hash: str) -> tuple[ApiKey, Merchant] | None:
-    row = tx.fetchrow(
-        "SELECT k.id, k.merchant_id, k.key_hash, k.prefix, k.last4, k.created_at,"
-        " k.last_used_at, k.revoked_at, k.name, m.name AS merchant_name, m.email,"
-        " m.password_hash, m.created_at AS merchant_created_at"
-        " FROM api_keys k JOIN merchants m ON m.id = k.merchant_id WHERE k.key_hash = ?",
-        key_hash,
-    )
-    if row is None:
-        return None
+_KEY_AND_MERCHANT = (
+    "SELECT k.id, k.merchant_id, k.key_hash, k.prefix, k.last4, k.created_at,"
+    " k.last_used_at, k.revoked_at, k.name, m.name AS merchant_name, m.email,"
+    " m.password_hash, m.created_at AS merchant_created_at"
+    " FROM api_keys k JOIN merchants m ON m.id = k.merchant_id WHERE k.key_hash"
+)
+
+
+def _key_and_merchant(row: Row) -> tuple[ApiKey, Merchant]:
     merchant = Merchant(
         id=row["merchant_id"],
         name=row["merchant_name"],
@@ -170,6 +172,27 @@ def api_key_by_hash(tx: Tx, key_hash: str) -> tuple[ApiKey, Merchant] | None:
         password_hash=row["password_hash"],
     )
     return _api_key(row), merchant
+
+
+def _api_keys_by_hash(
+    tx: Tx, calls: Sequence[tuple[Any, ...]]
+) -> list[tuple[ApiKey, Merchant] | None]:
+    """The batched form of `api_key_by_hash`: every request's lookup in one statement
+    (PostgreSQL's grouped reader runs the lookups queued together through it: under load,
+    many requests carry the same few keys)."""
+    wanted = list(dict.fromkeys(str(call[0]) for call in calls))
+    if tx.dialect == "postgresql":
+        rows = tx.fetch(f"{_KEY_AND_MERCHANT} = ANY(?::text[])", wanted)
+    else:
+        rows = tx.fetch(f"{_KEY_AND_MERCHANT} IN ({', '.join('?' * len(wanted))})", *wanted)
+    found = {row["key_hash"]: _key_and_merchant(row) for row in rows}
+    return [found.get(str(call[0])) for call in calls]
+
+
+@batched(_api_keys_by_hash)
+def api_key_by_hash(tx: Tx, key_hash: str) -> tuple[ApiKey, Merchant] | None:
+    row = tx.fetchrow(f"{_KEY_AND_MERCHANT} = ?", key_hash)
+    return None if row is None else _key_and_merchant(row)
 
 
 def api_keys_of(tx: Tx, merchant_id: str) -> list[ApiKey]:

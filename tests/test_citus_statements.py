@@ -131,6 +131,9 @@ ALLOWLIST = (
         (
             r"^SELECT \* FROM merchants WHERE email = %s$",
             r" FROM api_keys k JOIN merchants m ON m.id = k.merchant_id WHERE k.key_hash = %s$",
+            # The lookups of requests arriving together, in one statement (the grouped reader).
+            r" FROM api_keys k JOIN merchants m ON m.id = k.merchant_id"
+            r" WHERE k.key_hash = ANY\(%b::text\[\]\)$",
             r" FROM dashboard_sessions WHERE id_hash = %s$",
             r"^DELETE FROM dashboard_sessions WHERE id_hash = %s$",
         ),
