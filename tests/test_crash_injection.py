@@ -381,13 +381,6 @@ async def test_a_stream_ended_by_a_crash_or_its_client_frees_its_place(
     crashes, the client gives up while it is under way (it commits all the same), a read
     of events crashes mid-stream, or the client disconnects. Then five streams open at
     once: no place was left held for the minute a place lasts unrenewed."""
-    if step == "open-cancel":
-        # The service bounds a place's release by 5 s of its (mock) time, and MockClock
-        # jumps once everything has waited 0.5 s of real time, a database thread
-        # included: on a loaded machine a release slower than that ran out its bound
-        # unfinished (the place then lapsed only after its minute). Jumping after 1.5 s
-        # keeps a slow machine's writes inside their bounds.
-        clock.autojump_threshold = 1.5
     server = await start_server(nursery, settings, clock=TrioClock())
     merchant = await server.merchant()
     faults = Faults(pytest.MonkeyPatch())
