@@ -21,7 +21,7 @@ from fgcpay.storage import Database, checkout_sessions
 from fgcpay.storage.owned import OwnedRows
 
 from ._runtime import ActorHost, Message
-from .authorization import ALREADY_FINAL, MESSAGES, Authorized, Vouched, authorize, vouch
+from .authorization import ALREADY_FINAL, MESSAGES, Charged, Entered, Vouched, charge, enter, vouch
 from .refund_desk import RefundDesk
 
 KIND = "checkout_session"
@@ -95,8 +95,11 @@ class TestPay(Message[ConfirmResult | IdempotencyLost]):
 
 
 # The payment's conditional write, given the session before and after, the payment, the
-# time and the event: with the PIN attempt settled (the page) or without one (a helper).
-_PayWrite = Callable[[CheckoutSession, CheckoutSession, Transaction, int, Event], Awaitable[bool]]
+# time and the event: with the PIN's attempt (the page: an outcome refusing it, or
+# whether it paid) or without one (a helper: whether it paid).
+_PayWrite = Callable[
+    [CheckoutSession, CheckoutSession, Transaction, int, Event], Awaitable[bool | str]
+]
 
 
 Listener = Callable[[CheckoutSession], None]
@@ -189,33 +192,25 @@ class CheckoutSessionActor:
                 )
 
             return await self._pay(session, vouched.code, now, pay_answered)
-        # The PIN slot reserved is released on any exit that did not settle it.
-        async with authorize(
-            self.db, self.clock, self.secret_key, session.merchant_id, request.customer_code,
-            request.pin,
-        ) as authorized:  # fmt: skip
-            if not isinstance(authorized, Authorized):
-                return ConfirmResult(authorized, session)
+        entered = enter(session.merchant_id, request.customer_code, request.pin)
+        if not isinstance(entered, Entered):
+            return ConfirmResult(entered, session)
 
-            async def settle_and_pay(
-                session: CheckoutSession,
-                paid: CheckoutSession,
-                payment: Transaction,
-                now: int,
-                event: Event,
-            ) -> bool:
-                return await authorized.settle(
-                    self.db,
-                    checkout_sessions.settle_and_pay,
-                    authorized.scope,
-                    authorized.code,
-                    session,
-                    payment,
-                    now,
-                    event,
-                )
+        async def pay_with_pin(
+            session: CheckoutSession,
+            paid: CheckoutSession,
+            payment: Transaction,
+            now: int,
+            event: Event,
+        ) -> bool | str:
+            # The PIN's attempt decided in the payment's transaction: one commit.
+            charged = await charge(
+                self.db, self.clock, self.secret_key, entered, checkout_sessions.pay,
+                session, payment, now, event,
+            )  # fmt: skip
+            return charged.result if isinstance(charged, Charged) else charged
 
-            return await self._pay(session, authorized.code, now, settle_and_pay)
+        return await self._pay(session, entered.code, now, pay_with_pin)
 
     async def _pay(
         self, session: CheckoutSession, code: str, now: int, write: _PayWrite
@@ -235,8 +230,10 @@ class CheckoutSessionActor:
             session, status=pay.target, version=session.version + 1, updated_at=now, paid_at=now
         )
         event = self._event(paid, "checkout.session.paid", now)
-        # On the page the attempt settles in the same transaction as the payment: one commit.
-        if await write(session, paid, payment, now, event):
+        written = await write(session, paid, payment, now, event)
+        if isinstance(written, str):  # the PIN's attempt refused it: nothing charged
+            return ConfirmResult(written, session)
+        if written:
             self.on_change(paid)
             return ConfirmResult(PAID, paid)
         # Another process moved it on first (paid or expired): storage decided.

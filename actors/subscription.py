@@ -22,8 +22,9 @@ from fgcpay.storage import subscriptions as subscription_rows
 from fgcpay.storage import test_clocks as clock_rows
 from fgcpay.storage.owned import OwnedRows
 
+from . import authorization
 from ._runtime import ActorHost, Message
-from .authorization import ALREADY_FINAL, MESSAGES, Authorized, Vouched, authorize, vouch
+from .authorization import ALREADY_FINAL, MESSAGES, Charged, Entered, Vouched, enter, vouch
 from .refund_desk import RefundDesk
 
 KIND = "subscription"
@@ -379,47 +380,40 @@ class SubscriptionActor:
             if not isinstance(vouched, Vouched):
                 return ApproveResult(vouched, sub)
             return await self._activate(sub, vouched, now, request.answer)
-        # The same reservation, comparison and lockout per code as a session's confirm.
-        # Its slot is released on any exit that did not settle it (a crash included).
-        async with authorize(
-            self.db, self.clock, self.secret_key, sub.merchant_id, request.customer_code,
-            request.pin,
-        ) as authorized:  # fmt: skip
-            if not isinstance(authorized, Authorized):
-                return ApproveResult(authorized, sub)
-            return await self._activate(sub, authorized, now)
+        # The same check and lockout per code as a session's confirm, in the approval's
+        # own transaction.
+        entered = enter(sub.merchant_id, request.customer_code, request.pin)
+        if not isinstance(entered, Entered):
+            return ApproveResult(entered, sub)
+        return await self._activate(sub, entered, now)
 
     async def _activate(
         self,
         sub: Subscription,
-        authorized: Authorized | Vouched,
+        customer: Entered | Vouched,
         now: int,
         answer: Callable[[Subscription], Completion | None] = _unanswered,
     ) -> ApproveResult:
         # Two events of one change, each with its own sequence: activated, then charged.
         event_types = ("subscription.activated", "subscription.charged")
         step = periods.sequenced(
-            periods.approve(sub, customer_code=authorized.code, now_us=now), len(event_types)
+            periods.approve(sub, customer_code=customer.code, now_us=now), len(event_types)
         )
         after = step.subscription
-        charge = self._charge(sub, authorized.code, now)
+        charge = self._charge(sub, customer.code, now)
         events = self._events(sub, after, event_types, charge)
-        if isinstance(authorized, Vouched):  # a test helper's: no attempt to settle
+        if isinstance(customer, Vouched):  # a test helper's: no PIN to check
             written = await self.db.write(
                 subscription_rows.approve_answered, sub, after, charge, events, answer(after)
             )
         else:
-            written = await authorized.settle(
-                self.db,
-                subscription_rows.settle_and_approve,
-                authorized.scope,
-                authorized.code,
-                self.clock.now_us(),
-                sub,
-                after,
-                charge,
-                events,
-            )
+            charged = await authorization.charge(
+                self.db, self.clock, self.secret_key, customer,
+                subscription_rows.approve_at_clock_time, sub, after, charge, events,
+            )  # fmt: skip
+            if not isinstance(charged, Charged):  # refused: nothing charged
+                return ApproveResult(charged, sub)
+            written = charged.result
         if written:
             self.on_change(after)
             return ApproveResult(APPROVED, after)

@@ -17,11 +17,11 @@ import trio
 from .core import CREATE_BODY, CREATE_PATH, percentile
 from .minihttp import Connection, Response
 
-_TOKEN = re.compile(rb'name="csrf_token" value="([^"]+)"')
+CSRF_TOKEN = re.compile(rb'name="csrf_token" value="([^"]+)"')
 CUSTOMER = {"customer_code": "TEST-0001", "pin": "1234"}  # a customer whose payments succeed
-# The service checks at most five PINs of one customer code at a merchant at once (more are
-# refused, 400, "being checked in another payment"): customers paying at once are spread
-# over merchants, this many to each.
+# Customers paying at once are spread over merchants, this many to each: one customer
+# code's attempts at a merchant are decided one after another (its wrong-PIN counter is
+# locked by each payment's transaction), so one merchant would measure that queue.
 PAYERS_PER_MERCHANT = 4
 _ALERT = re.compile(rb'role="alert"[^>]*>\s*([^<]+)')
 
@@ -63,7 +63,7 @@ async def create(conn: Connection, key: str, path: str = CREATE_PATH,
 async def open_page(conn: Connection, page: Page) -> Response:
     """GET the page; keeps its CSRF cookie and form token on `page`."""
     r = expect(await conn.request("GET", page.path, {"Accept": "text/html"}), 200, "page")
-    cookie, match = r.cookies().get("fgc_csrf"), _TOKEN.search(r.body)
+    cookie, match = r.cookies().get("fgc_csrf"), CSRF_TOKEN.search(r.body)
     if not cookie or not match:
         raise RuntimeError("page without fgc_csrf cookie or csrf_token field")
     page.cookie, page.token = cookie, match.group(1).decode()
@@ -81,7 +81,7 @@ async def confirm(conn: Connection, page: Page) -> Response:
 async def sign_in(conn: Connection, email: str, password: str) -> dict[str, str]:
     """Sign in to the dashboard; the headers of a signed-in browser."""
     r = expect(await conn.request("GET", "/dashboard/sign-in"), 200, "sign-in page")
-    csrf, match = r.cookies().get("fgc_dashboard_csrf", ""), _TOKEN.search(r.body)
+    csrf, match = r.cookies().get("fgc_dashboard_csrf", ""), CSRF_TOKEN.search(r.body)
     form = urlencode({"csrf_token": match.group(1).decode() if match else "",
                       "email": email, "password": password, "next": "/dashboard"})  # fmt: skip
     headers = {"Content-Type": "application/x-www-form-urlencoded",

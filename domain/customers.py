@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from typing import Generic, TypeVar
 
 import attrs
+
+T = TypeVar("T")
 
 SUCCEEDS = "succeeds"
 INSUFFICIENT_FUNDS = "insufficient_funds"
@@ -46,15 +49,34 @@ class Customer:
 class PinAttempt:
     """A reserved (or refused) chance to compare one PIN for a customer code.
 
-    `locked`: refused before any PIN is compared: the code is locked, or (`busy`) five
-    attempts are counted or in flight and the ones in flight have not settled yet, so
-    whether the code locks is still being decided. Otherwise `customer` is the code's
-    customer, None when unknown.
+    `locked`: refused before any PIN is compared: the code is locked, or (`busy`) its
+    counter cannot be taken: its merchant is gone (a sandbox deleted meanwhile), or five
+    attempts are counted or in flight and the ones in flight (reserved by an earlier
+    version, which settled them in a later transaction) have not settled. Otherwise
+    `customer` is the code's customer, None when unknown.
     """
 
     locked: bool
     customer: Customer | None = None
     busy: bool = False
+
+
+@attrs.frozen
+class PinTry(Generic[T]):
+    """One PIN attempt decided in the transaction of the charge it authorizes.
+
+    `refused`: no PIN was compared (a `PinAttempt` refused, `busy` as its). Otherwise
+    `customer` is the code's customer (None when unknown), `matched` whether the PIN was
+    right, and `locked` whether the code is locked now (a wrong PIN, the fifth). The charge
+    was written, with `charged` its result, exactly when the PIN matched and the customer
+    `pays`."""
+
+    refused: bool = False
+    busy: bool = False
+    customer: Customer | None = None
+    matched: bool = False
+    locked: bool = False
+    charged: T | None = None
 
 
 def pays(outcome: str) -> bool:

@@ -10,7 +10,7 @@ from fgcpay.domain.events import Event
 from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.transactions import Transaction
 
-from . import customers, idempotency, transactions, webhooks
+from . import idempotency, transactions, webhooks
 from ._bulk import Column, insert_rows
 from ._database import LockKey, Row, Tx, batched, locks
 from ._status import guarded_update, status_in
@@ -241,20 +241,3 @@ def pay_answered(
     if completion is not None:
         idempotency.complete(tx, completion)
     return True
-
-
-@locks(customers.pin_keys)
-def settle_and_pay(
-    tx: Tx,
-    scope: str,
-    code: str,
-    session: CheckoutSession,
-    payment: Transaction,
-    now_us: int,
-    event: Event,
-) -> bool:
-    """A right PIN's attempt settled and the session paid (`pay`) in one transaction: one
-    durable commit fewer between the customer's confirm and the 'paid' they wait for.
-    The attempt is settled even when the session moved on meanwhile."""
-    customers.settle_attempt(tx, scope, code, now_us, True)
-    return pay(tx, session, payment, now_us, event)

@@ -1,13 +1,17 @@
 """SQL for test customers and PIN lockouts.
 
 A code's wrong PINs are counted in one `pin_failures` row per (scope, code), which every
-payment with the code locks twice (reserve, then settle): payments of many merchants'
-customers with one test code lock one row each, in whatever order they reach a process's
-writer. Each function that locks one declares its key (`pin_keys`), so the PostgreSQL
-writers of two processes lock them in one order (storage/_database.py, "the lock order").
+payment with the code locks once, in the payment's own transaction (`attempt`): payments
+of many merchants' customers with one test code lock one row each, in whatever order they
+reach a process's writer. Each function that locks one declares its key (`pin_keys`), so
+the PostgreSQL writers of two processes lock them in one order (storage/_database.py,
+"the lock order").
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from fgcpay.domain.customers import (
     FAILURE_WINDOW_US,
@@ -16,9 +20,13 @@ from fgcpay.domain.customers import (
     MAX_FAILURES,
     Customer,
     PinAttempt,
+    PinTry,
+    pays,
 )
 
-from ._database import LockKey, Shared, Tx, locks
+from ._database import LockKey, Shared, Tx, declared_keys, locks
+
+T = TypeVar("T")
 
 
 def pin_keys(scope: str | None, code: str) -> list[LockKey | Shared]:
@@ -76,9 +84,9 @@ def reserve_attempt(tx: Tx, scope: str, code: str, now_us: int) -> PinAttempt:
     One conditional UPDATE decides: it succeeds only while the code is not locked and
     fewer than five attempts are counted or in flight in the window. PostgreSQL re-checks
     the condition on the row it locks and SQLite runs one writer at a time, so concurrent
-    attempts from any session or process never reserve more than five. (An attempt whose
-    settle never came, its process killed in between, holds its slot until the window ends;
-    a crash or a cancellation in the process gives it back with `release_attempt`.)
+    attempts from any session or process never reserve more than five. (`attempt`
+    reserves and settles in one transaction, so no other sees its slot held: a crash
+    rolls both back.)
     """
     window_start = now_us - FAILURE_WINDOW_US
     # A merchant's counter only while the merchant exists: an attempt racing its
@@ -160,17 +168,51 @@ def settle_attempt(tx: Tx, scope: str, code: str, now_us: int, matched: bool) ->
     return until is not None and int(until) > now_us
 
 
-@locks(pin_keys)
-def release_attempt(tx: Tx, scope: str, code: str) -> None:
-    """Give back a reserved attempt that was never settled: whoever held it crashed or was
-    cancelled before its PIN's outcome was written. Nothing is counted: a crash is not a
-    wrong PIN, and it forgives nothing either."""
-    tx.execute(
-        "UPDATE pin_failures SET in_flight = CASE WHEN in_flight > 0 THEN in_flight - 1 ELSE 0 END"
-        " WHERE scope = ? AND customer_code = ?",
-        scope,
-        code,
-    )
+def _attempt_keys(
+    scope: str,
+    code: str,
+    charge: Callable[..., object],
+    charge_args: tuple[Any, ...],
+    charge_kwargs: Mapping[str, Any],
+) -> list[LockKey | Shared]:
+    return [*pin_keys(scope, code), *declared_keys(charge, charge_args, charge_kwargs)]
+
+
+@locks(_attempt_keys)
+def attempt(
+    tx: Tx,
+    scope: str,
+    code: str,
+    now_us: int,
+    matches: Callable[[Customer | None], bool],
+    charge: Callable[..., T],
+    charge_args: tuple[Any, ...],
+    charge_kwargs: Mapping[str, Any],
+) -> PinTry[T]:
+    """One PIN attempt for `code` and the charge it authorizes, in one transaction: the
+    customer's confirm costs one durable commit, and a crash anywhere in it (the function
+    raising, the process dying before the commit) leaves nothing counted, nothing held
+    and nothing charged.
+
+    The attempt is reserved (refused, nothing compared, while the code is locked), the
+    PIN compared by `matches` (given the code's customer, None when unknown), and the
+    attempt settled: a wrong PIN counted (the fifth in the window locks the code), a
+    right one forgiving earlier wrong ones. When the PIN is right and the customer pays,
+    `charge(tx, *charge_args, **charge_kwargs)` is written too, its result in `charged`.
+    The counter's row stays locked until the commit, so attempts with one code from any
+    process are decided one after another, each on the count the one before it left."""
+    reserved = reserve_attempt(tx, scope, code, now_us)
+    if reserved.locked:
+        return PinTry(refused=True, busy=reserved.busy)
+    customer = reserved.customer
+    matched = matches(customer)
+    if matched and customer is not None and pays(customer.outcome):
+        settle_attempt(tx, scope, code, now_us, True)
+        return PinTry(
+            customer=customer, matched=True, charged=charge(tx, *charge_args, **charge_kwargs)
+        )
+    locked = settle_attempt(tx, scope, code, now_us, matched)
+    return PinTry(customer=customer, matched=matched, locked=locked)
 
 
 @locks(pin_keys)

@@ -12,7 +12,7 @@ from fgcpay.domain.idempotency import Completion
 from fgcpay.domain.subscriptions import STATES, Subscription
 from fgcpay.domain.transactions import SUBSCRIPTION_CHARGE, Transaction
 
-from . import customers, idempotency, transactions, webhooks
+from . import idempotency, transactions, webhooks
 from ._bulk import Column
 from ._database import Row, Tx, batched, locks
 from ._status import status_in, update_versioned
@@ -366,28 +366,17 @@ def _problems(
     return problems
 
 
-@locks(customers.pin_keys)
-def settle_and_approve(
-    tx: Tx,
-    scope: str,
-    code: str,
-    now_us: int,
-    before: Subscription,
-    after: Subscription,
-    charge: Transaction,
-    events: Sequence[Event],
+def approve_at_clock_time(
+    tx: Tx, before: Subscription, after: Subscription, charge: Transaction, events: Sequence[Event]
 ) -> bool:
-    """A right PIN's attempt settled and the subscription approved (`approve`) in one
-    transaction, as a session's `settle_and_pay`: one durable commit fewer between the
-    customer's confirm and the answer. The attempt is settled even when the subscription
-    moved on meanwhile.
+    """`approve`, the customer's on the hosted page (in `customers.attempt`, with the PIN's
+    attempt).
 
     On a test clock the approval is written only while the clock still reads the time it
     was made at (`after.approved_at`): an advance begun meanwhile counted its bounds
     without this subscription, and would otherwise run its periods from the old time
     unbounded. False then, as for a row that moved on (the customer approves again, at the
     clock's new time)."""
-    customers.settle_attempt(tx, scope, code, now_us, True)
     if after.test_clock_id is not None and not tx.fetchval(
         "SELECT 1 FROM test_clocks WHERE id = ? AND merchant_id = ? AND frozen_time = ?",
         after.test_clock_id,

@@ -18,7 +18,7 @@ from fgcpay.domain.advance_bounds import Billable, charges_by
 from fgcpay.domain.periods import DAY_US, End
 from fgcpay.domain.test_clocks import parse_date_time
 from fgcpay.domain.times import MAX_TIME_US, iso_ms
-from fgcpay.storage import subscriptions as subscription_rows
+from fgcpay.storage import customers as customer_rows
 from helpers import (
     MerchantClient,
     Server,
@@ -211,7 +211,7 @@ async def test_an_approval_raced_by_an_advance_is_not_billed_from_the_old_time(
     advanced = trio.Event()
 
     async def advance_first(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        if fn is subscription_rows.settle_and_approve and not advanced.is_set():
+        if fn is customer_rows.attempt and not advanced.is_set():
             far = iso_ms(ANCHOR_US + 5000 * DAY_US)
             response = await merchant.post(
                 f"/test_clocks/{clock['id']}/advance", json={"frozen_time": far}

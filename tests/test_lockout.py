@@ -16,14 +16,12 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from fgcpay.actors import authorization
 from fgcpay.actors.checkout_session import CheckoutSessionActor
 from fgcpay.core.clock import TrioClock
 from fgcpay.core.settings import Settings
 from fgcpay.domain.merchants import Merchant
 from fgcpay.storage import (
     Database,
-    checkout_sessions,
     customers,
     merchants,
     open_database,
@@ -317,7 +315,7 @@ async def test_a_confirm_that_outlives_its_ask_shows_the_true_outcome(
     release = trio.Event()
 
     async def slow_write(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        if fn is checkout_sessions.settle_and_pay:
+        if fn is customers.attempt:
             if commits:
                 # Handed to the writer, a slow commit (mock time) past the ask's deadline:
                 # awaited whole (shielded, as storage awaits a write handed over).
@@ -354,35 +352,30 @@ async def test_a_confirm_that_outlives_its_ask_shows_the_true_outcome(
     await server.shutdown()
 
 
-async def test_a_reservation_slower_than_the_reserve_wait_still_decides(
-    nursery: trio.Nursery,
-    settings: Settings,
-    clock: trio.testing.MockClock,
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("pin", ["1234", "0000"])
+async def test_a_confirm_decides_its_pin_and_payment_in_one_write(
+    server: Server, monkeypatch: pytest.MonkeyPatch, pin: str
 ) -> None:
-    """The wait for a code's attempts in flight is bounded, never the reservation itself:
-    a first reservation that outlasts the wait (a database slowed by contention) is
-    awaited and decides, rather than cancelled with nothing to answer (the actor crashed
-    on an unbound local, and the customer got 503) or left holding a slot nobody settles."""
-    server = await start_server(nursery, settings, clock=TrioClock())
+    """The customer waits for one durable commit, right PIN or wrong: the attempt's
+    reservation, the comparison, its count and the payment are one transaction."""
     merchant = await server.merchant()
     (session_id,) = await _sessions(merchant, 1)
+    customer = Customer(server)
     real_write = server.db.write
+    writes: list[str] = []
 
-    async def slow_write(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        if fn is customers.reserve_attempt:
-            await trio.sleep(authorization.RESERVE_WAIT_SECONDS + 1)  # mock time
+    async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        writes.append(fn.__name__)
         return await real_write(fn, *args, **kwargs)
 
-    monkeypatch.setattr(server.db, "write", slow_write)
-    answer = await _pay(server, session_id, "TEST-0001", "1234")
-    assert answer.status_code == 303, answer.text
-    assert await _status(merchant, session_id) == "paid"
+    monkeypatch.setattr(server.db, "write", counted)
+    answer = await customer.pay(session_id, "TEST-0001", pin)
     monkeypatch.undo()
-    # Settled: the code's five slots are all free again.
-    answers = await _confirm_at_once([server], await _sessions(merchant, 5), "TEST-0001", "1234")
-    assert [answer.status_code for answer in answers] == [303] * 5
-    await server.shutdown()
+    await customer.close()
+    assert answer.status_code == (303 if pin == "1234" else 400), answer.text
+    # (The webhook dispatcher, rung by the payment, claims its delivery meanwhile.)
+    assert [name for name in writes if name != "claim_due"] == ["attempt"]
+    assert await _status(merchant, session_id) == ("paid" if pin == "1234" else "created")
 
 
 async def test_an_actor_that_cannot_load_answers_the_page_in_html_with_retry_after(
@@ -409,18 +402,3 @@ async def test_an_actor_that_cannot_load_answers_the_page_in_html_with_retry_aft
     await trio.sleep(server.running.service.actors.max_backoff_seconds + 1)
     assert (await _pay(server, session_id, "TEST-0001", "1234")).status_code == 303
     await server.shutdown()
-
-
-async def test_a_released_attempt_neither_counts_nor_forgives(db: Database) -> None:
-    """`release_attempt` (a crash or a cancellation after the reservation): the slot comes
-    back, the two wrong PINs before it still count, and three more lock the code."""
-    for _ in range(2):
-        assert not (await db.write(customers.reserve_attempt, "", "REAL-0003", NOW_US)).locked
-        await db.write(customers.settle_attempt, "", "REAL-0003", NOW_US, matched=False)
-    for _ in range(5):  # more releases than the five slots: each one gives its slot back
-        assert not (await db.write(customers.reserve_attempt, "", "REAL-0003", NOW_US)).locked
-        await db.write(customers.release_attempt, "", "REAL-0003")
-    for n in range(3):
-        assert not (await db.write(customers.reserve_attempt, "", "REAL-0003", NOW_US)).locked
-        locked = await db.write(customers.settle_attempt, "", "REAL-0003", NOW_US, matched=False)
-        assert locked == (n == 2)

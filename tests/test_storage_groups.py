@@ -203,8 +203,8 @@ def _called(module: object, call: ast.expr) -> object:
 
 def test_a_function_that_calls_one_declaring_locks_declares_them_too() -> None:
     """The writer reads the declaration of the function it was handed, not of those that
-    function calls: one that runs a declaring function in its transaction (`settle_and_pay`
-    settles the PIN attempt) must declare its keys too, or the rows are locked out of
+    function calls: one that runs a declaring function in its transaction (`attempt` reserves
+    and settles the PIN attempt) must declare its keys too, or the rows are locked out of
     order again."""
     undeclared = []
     for found in pkgutil.iter_modules(storage.__path__):

@@ -19,7 +19,7 @@ from fgcpay.domain import checkout
 from fgcpay.domain import subscriptions as subs
 from fgcpay.domain.periods import DAY_US
 from fgcpay.domain.times import iso_ms
-from fgcpay.storage import subscriptions as subscription_rows
+from fgcpay.storage import customers as customer_rows
 from fgcpay.storage import transactions
 from helpers import (
     Server,
@@ -373,7 +373,7 @@ async def test_an_approval_that_outlives_its_ask_shows_the_true_outcome(
     release = trio.Event()
 
     async def slow_write(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        if fn is subscription_rows.settle_and_approve:
+        if fn is customer_rows.attempt:
             if commits:
                 # Handed to the writer, a slow commit (mock time) past the ask's deadline:
                 # awaited whole (shielded, as storage awaits a write handed over).

@@ -39,7 +39,7 @@ import trio
 from fgcpay.domain.limits import MAX_SUBSCRIPTIONS_PER_TEST_CLOCK
 from trio_websocket import ConnectionClosed, HandshakeError, open_websocket_url
 
-from ..clients import _TOKEN, CUSTOMER, api
+from ..clients import CSRF_TOKEN, CUSTOMER, api
 from ..core import (
     CREATE_BODY,
     CREATE_PATH,
@@ -340,7 +340,7 @@ async def operation(s: State, m: Merchant, conn: Connection, kind: str,
             r = await s.call(conn, "hosted page", "GET", path, {"Accept": "text/html"})
             if r is None or r.status != 200:
                 return
-            cookie, match = r.cookies().get("fgc_csrf"), _TOKEN.search(r.body)
+            cookie, match = r.cookies().get("fgc_csrf"), CSRF_TOKEN.search(r.body)
             if not cookie or not match:  # counted as an unexpected answer
                 s.samples.append(Sample(r.done_at - s.t0, "hosted page without its form", 200,
                                         0.0, False, r.body[:160].decode(errors="replace")))  # fmt: skip
