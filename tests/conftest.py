@@ -4,6 +4,7 @@ What tests share that is not a fixture lives in helpers/, and tests import it fr
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -27,6 +28,23 @@ from helpers import (
     start_server,
 )
 from pg_cluster import PgCluster, start_cluster
+
+
+@pytest.fixture(autouse=True)
+def logging_left_as_found() -> Iterator[None]:
+    """A test that changes the level of the root logger or of fgcpay's must put it back.
+
+    The tests of a process share these loggers. Left at DEBUG, the root logger had every
+    library's debug records made, and pytest keeps a test's records (with their
+    arguments) until the test ends: trio-websocket's hold its connection, so a client that
+    gave up in the handshake kept its socket open, and a later test in the same process
+    saw its stream's place held (it failed in two workers only, where the order of
+    files changes)."""
+    loggers = [logging.getLogger(), logging.getLogger("fgcpay")]
+    before = [(logger.level, logger.propagate) for logger in loggers]
+    yield
+    after = [(logger.level, logger.propagate) for logger in loggers]
+    assert after == before, f"the test left (level, propagate) of (root, fgcpay) {after}"
 
 
 @pytest.fixture(scope="session")
