@@ -168,3 +168,25 @@ def need_browser(browser_session: None) -> None:
         if os.environ.get("FGCPAY_REQUIRE_BROWSER") == "1":
             pytest.fail(f"the browser tests must run here, but {missing}")
         pytest.skip(missing)
+
+
+# The slowest tests (5 to 45 s each on 2 cores; `pytest --durations=0` finds them), run
+# first. The suite runs in two pytest-xdist workers (pyproject's addopts: `-n 2 --dist
+# worksteal`): a worker idle at the end steals queued tests from the other, so the short
+# ones balance the two out behind these, rather than one worker running a long test
+# alone while the other has finished. Only whole files or tests without module-scoped
+# fixtures are listed (moving one of those would set its fixture up twice).
+SLOWEST_FIRST = (
+    "test_schemathesis.py::",
+    "test_webhook_faults.py::test_sigkill_after_the_commit_loses_no_webhook",
+    "test_pg_faults.py::test_postgres_restarted_under_load",
+    "test_sandboxes_served.py::test_fifty_sandboxes_made_at_once",
+    "test_testing_guide.py::",
+    "test_crash.py::test_sigkill_under_load",
+    "test_page_a11y.py::",
+    "test_dashboard_a11y.py::",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not any(slow in item.nodeid for slow in SLOWEST_FIRST))
