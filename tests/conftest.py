@@ -4,6 +4,7 @@ What tests share that is not a fixture lives in helpers/, and tests import it fr
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -27,6 +28,23 @@ from helpers import (
     start_server,
 )
 from pg_cluster import PgCluster, start_cluster
+
+
+@pytest.fixture(autouse=True)
+def logging_left_as_found() -> Iterator[None]:
+    """A test that changes the level of the root logger or of fgcpay's must put it back.
+
+    The tests of a process share these loggers. Left at DEBUG, the root logger had every
+    library's debug records made, and pytest keeps a test's records (with their
+    arguments) until the test ends: trio-websocket's hold its connection, so a client that
+    gave up in the handshake kept its socket open, and a later test in the same process
+    saw its stream's place held (it failed in two workers only, where the order of
+    files changes)."""
+    loggers = [logging.getLogger(), logging.getLogger("fgcpay")]
+    before = [(logger.level, logger.propagate) for logger in loggers]
+    yield
+    after = [(logger.level, logger.propagate) for logger in loggers]
+    assert after == before, f"the test left (level, propagate) of (root, fgcpay) {after}"
 
 
 @pytest.fixture(scope="session")
@@ -150,3 +168,25 @@ def need_browser(browser_session: None) -> None:
         if os.environ.get("FGCPAY_REQUIRE_BROWSER") == "1":
             pytest.fail(f"the browser tests must run here, but {missing}")
         pytest.skip(missing)
+
+
+# The slowest tests (5 to 45 s each on 2 cores; `pytest --durations=0` finds them), run
+# first. The suite runs in two pytest-xdist workers (pyproject's addopts: `-n 2 --dist
+# worksteal`): a worker idle at the end steals queued tests from the other, so the short
+# ones balance the two out behind these, rather than one worker running a long test
+# alone while the other has finished. Only whole files or tests without module-scoped
+# fixtures are listed (moving one of those would set its fixture up twice).
+SLOWEST_FIRST = (
+    "test_schemathesis.py::",
+    "test_webhook_faults.py::test_sigkill_after_the_commit_loses_no_webhook",
+    "test_pg_faults.py::test_postgres_restarted_under_load",
+    "test_sandboxes_served.py::test_fifty_sandboxes_made_at_once",
+    "test_testing_guide.py::",
+    "test_crash.py::test_sigkill_under_load",
+    "test_page_a11y.py::",
+    "test_dashboard_a11y.py::",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not any(slow in item.nodeid for slow in SLOWEST_FIRST))

@@ -14,6 +14,7 @@ retry with the same `Idempotency-Key` answers, and the merchant's streams all op
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
@@ -46,6 +47,7 @@ from helpers import (
     create,
     create_subscription,
     events_of,
+    give_up_in_handshake,
     open_stream,
     start_server,
     stored,
@@ -379,12 +381,21 @@ def _slow_once(nursery: trio.Nursery, real_write: Any, fn: Any) -> Any:
 
 @pytest.mark.parametrize("step", ["open", "open-cancel", "send", "disconnect"])
 async def test_a_stream_ended_by_a_crash_or_its_client_frees_its_place(
-    nursery: trio.Nursery, settings: Settings, clock: trio.testing.MockClock, step: str
+    nursery: trio.Nursery,
+    settings: Settings,
+    clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+    step: str,
 ) -> None:
     """Five streams (the merchant's most) end one after another: the registration's write
     crashes, the client gives up while it is under way (it commits all the same), a read
     of events crashes mid-stream, or the client disconnects. Then five streams open at
     once: no place was left held for the minute a place lasts unrenewed."""
+    if step == "open-cancel":
+        # Every library's debug records made and kept until the test ends, as under
+        # `--log-level=DEBUG`: the client that gives up closes its connection all the same
+        # (with trio-websocket's client, whose records held its connection, it did not).
+        caplog.set_level(logging.DEBUG)
     server = await start_server(nursery, settings, clock=TrioClock())
     merchant = await server.merchant()
     faults = Faults(pytest.MonkeyPatch())
@@ -401,9 +412,7 @@ async def test_a_stream_ended_by_a_crash_or_its_client_frees_its_place(
                 server.db, "write", _slow_once(nursery, server.db.write, stream_rows.open_stream)
             )
             with pytest.raises(trio.TooSlowError):
-                with trio.fail_after(CLIENT_PATIENCE):
-                    async with open_stream(server.url, merchant.key):
-                        pass
+                await give_up_in_handshake(server.url, merchant.key, CLIENT_PATIENCE)
             faults.monkeypatch.undo()
         else:
             async with open_stream(server.url, merchant.key) as stream:

@@ -253,8 +253,10 @@ async def test_the_pin_is_never_logged_or_stored(server: Server, database_url: s
             lines.append(JsonFormatter().format(record))
 
     handler = Capture()
-    logging.getLogger().addHandler(handler)
-    logging.getLogger().setLevel(logging.DEBUG)
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
     try:
         merchant, session = await new_session(server)
         await merchant.post("/webhook_endpoints", json={"url": "https://hooks.example/x"})
@@ -265,7 +267,10 @@ async def test_the_pin_is_never_logged_or_stored(server: Server, database_url: s
         assert response.status_code == 303
         await customer.close()
     finally:
-        logging.getLogger().removeHandler(handler)
+        # Put back as found: the tests of a process share the root logger (conftest's
+        # `logging_left_as_found`).
+        root.removeHandler(handler)
+        root.setLevel(level)
     assert lines, "no log lines captured"
     assert not any(secret_pin in line for line in lines)
     assert not any("pin=" in line.lower() for line in lines)

@@ -28,6 +28,7 @@ from helpers import (
     create_subscription,
     create_test_clock,
     scrape,
+    wait_until,
 )
 from helpers import start_server as start
 
@@ -56,15 +57,30 @@ async def _still_serving(merchant: MerchantClient) -> None:
     assert read.status_code == 200, read.text
 
 
-async def _idle_for(clock: trio.testing.MockClock, seconds: float) -> None:
+async def _idle_for(server: Server, clock: trio.testing.MockClock, seconds: float) -> None:
     """Let `seconds` of service time pass while no real I/O is under way (the failing loop
     touches no database): the clock jumps at once rather than after a real half second
-    per wake-up of the loop."""
+    per wake-up of the loop.
+
+    First the service's own database calls end: its loops' first rounds, begun as it
+    started, may still be under way on a loaded machine (a new PostgreSQL connection
+    takes a while), and one waiting for a free connection meanwhile is bounded by 5 s of
+    service time, which a clock that jumps at once runs out: it failed as if the database
+    were down, every retry alike, and its loop escalated too."""
+    await wait_until(
+        lambda: _at_rest(server), within=5, what="the service's database calls ended", every=0.01
+    )
     threshold, clock.autojump_threshold = clock.autojump_threshold, 0.0
     try:
         await trio.sleep(seconds)
     finally:
         clock.autojump_threshold = threshold
+
+
+async def _at_rest(server: Server) -> bool:
+    """No task can run, and no database connection is in use (one a call waits for is)."""
+    await trio.testing.wait_all_tasks_blocked()
+    return all(use.in_use == 0 for use in server.db.connection_use())
 
 
 async def _escalations(server: Server, supervised: str) -> tuple[float, float]:
@@ -196,7 +212,7 @@ async def test_a_failing_sweep_backs_off_escalates_once_and_recovers_at_its_next
     counted, _ = await _escalations(server, LOOP_ESCALATED)
     sweeper.schedule(0)  # wake it now
     await _first_failure(failed)
-    await _idle_for(clock, 60 - (trio.current_time() - failures[0]))
+    await _idle_for(server, clock, 60 - (trio.current_time() - failures[0]))
     # Bounded exponential backoff: at most 1, 2, 4, 8, 16, 30, 30 s apart (jitter shortens).
     gaps = [later - earlier for earlier, later in zip(failures, failures[1:], strict=False)]
     assert 6 <= len(failures) <= 12
@@ -214,7 +230,7 @@ async def test_a_failing_sweep_backs_off_escalates_once_and_recovers_at_its_next
     # Escalated, it keeps retrying quietly at the capped backoff: no line per failure.
     warnings = len(_lines(caplog, logging.WARNING))
     before = len(failures)
-    await _idle_for(clock, 300)
+    await _idle_for(server, clock, 300)
     assert 300 / 30 <= len(failures) - before <= 300 / 15 + 1
     assert len(_lines(caplog, logging.WARNING)) == warnings
     assert len(_lines(caplog, logging.ERROR)) == 1
@@ -263,7 +279,7 @@ async def test_the_dispatchers_claims_escalate_and_recover(
     caplog.set_level(logging.INFO, logger="fgcpay")
     server.running.service.dispatcher.ring()
     await _first_failure(failed)
-    await _idle_for(clock, 120)
+    await _idle_for(server, clock, 120)
     ready = await _readyz(server)
     assert ready.json()["details"] == {"escalated": ["loop webhook claims"]}
     (escalation,) = _lines(caplog, logging.ERROR)
@@ -292,7 +308,7 @@ async def test_a_failing_test_clock_advance_escalates_then_finishes_once_the_fau
     advanced = await merchant.post(f"{path}/advance", json={"frozen_time": "2026-02-01T00:00:00Z"})
     assert advanced.status_code == 200, advanced.text
     await _first_failure(failed)
-    await _idle_for(clock, 120)
+    await _idle_for(server, clock, 120)
     ready = await _readyz(server)
     assert ready.json()["details"] == {"escalated": ["loop test clock advance"]}
     (escalation,) = _lines(caplog, logging.ERROR)

@@ -71,7 +71,15 @@ from ._service import (
     make_settings,
     start_server,
 )
-from ._stream import EventStream, Refusal, bearer, open_stream, stream_refusal, stream_url
+from ._stream import (
+    EventStream,
+    Refusal,
+    bearer,
+    give_up_in_handshake,
+    open_stream,
+    stream_refusal,
+    stream_url,
+)
 from ._subscriptions import (
     StoredEvent,
     add_approved_subscriptions,
@@ -113,6 +121,7 @@ __all__ = [
     "EventStream",
     "bearer",
     "Refusal",
+    "give_up_in_handshake",
     "open_stream",
     "stream_refusal",
     "stream_url",

@@ -3,11 +3,13 @@ read its frames, or be refused."""
 
 from __future__ import annotations
 
+import base64
 import json
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import attrs
 import trio
@@ -76,3 +78,33 @@ async def stream_refusal(base_url: str, key: str | None, **query: str) -> Refusa
         headers = {name.decode().lower(): value.decode() for name, value in rejected.headers or ()}
         return Refusal(rejected.status_code, headers, json.loads(rejected.body))
     raise AssertionError(f"the stream opened: {query}")
+
+
+async def give_up_in_handshake(base_url: str, key: str, patience: float) -> None:
+    """Ask for a stream, and give up if its handshake is not answered within `patience`
+    seconds: the connection closes then, and trio.TooSlowError is raised.
+
+    Written by hand, not with trio-websocket: cancelled in its handshake, that leaves its
+    socket open until nothing refers to its connection any more, and a DEBUG log record
+    (which pytest keeps until the test ends) does: the service, still connected, then
+    rightly opened the stream of a client that had given up."""
+    url = urlsplit(stream_url(base_url))
+    assert url.hostname is not None and url.port is not None
+    handshake = "\r\n".join(
+        [
+            f"GET {url.path} HTTP/1.1",
+            f"Host: {url.netloc}",
+            "Upgrade: websocket",
+            "Connection: Upgrade",
+            f"Sec-WebSocket-Key: {base64.b64encode(secrets.token_bytes(16)).decode()}",
+            "Sec-WebSocket-Version: 13",
+            f"Authorization: Bearer {key}",
+            "",
+            "",
+        ]
+    )
+    async with await trio.open_tcp_stream(url.hostname, url.port) as connection:
+        await connection.send_all(handshake.encode())
+        with trio.fail_after(patience):
+            answer = await connection.receive_some()
+    raise AssertionError(f"the handshake was answered in time: {answer[:80]!r}")
