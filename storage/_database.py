@@ -176,6 +176,13 @@ def _by_name(fn: Callable[..., Any], keys: Callable[..., Iterable[LockKey | Shar
     return keys_of
 
 
+def for_update(tx: Tx) -> str:
+    """` FOR UPDATE` on PostgreSQL (a read that locks the rows it returns until the commit,
+    so the transaction decides on them alone); nothing on SQLite, whose one writer holds
+    every row of the file while it writes."""
+    return " FOR UPDATE" if tx.dialect == "postgresql" else ""
+
+
 def skip_locked(tx: Tx) -> str:
     """` FOR UPDATE SKIP LOCKED` on PostgreSQL (for a purge's subquery, so that it passes
     over rows another transaction holds rather than wait for them); nothing on SQLite,
