@@ -41,10 +41,15 @@ ROWS = OwnedRows(
 APPROVED = "approved"
 # The first period would end after the time range (a test clock near 9999-12-31T23:59:59Z).
 OUT_OF_TIME = "out_of_time"
+# A test helper's approval found its test clock moved on (an advance began) between reading
+# the clock's time and writing: nothing written; approve again once the clock is ready.
+CLOCK_MOVED = "clock_moved"
 _OWN_MESSAGES = {
     OUT_OF_TIME: "This subscription cannot start at its test clock's time: its first period"
     " would end after 9999-12-31T23:59:59Z, the last time the service keeps. Nothing was"
     " charged.",
+    CLOCK_MOVED: "The subscription's test clock moved on (an advance began) while it was"
+    " being approved. Nothing was charged; approve it again once the clock is ready.",
 }
 
 
@@ -418,6 +423,10 @@ class SubscriptionActor:
             self.on_change(after)
             return ApproveResult(APPROVED, after)
         fresh = await self._reload(sub)
+        if isinstance(customer, Vouched) and fresh is not None and periods.approvable(fresh, now):
+            # Still `paused`: its clock moved on (the page shows itself again instead, and
+            # its customer approves at the clock's new time).
+            return ApproveResult(CLOCK_MOVED, fresh)
         return ApproveResult(ALREADY_FINAL, fresh if fresh is not None else sub)
 
 

@@ -91,7 +91,9 @@ async def expire_session(session_id: str) -> Response:
         "first interval is charged, and `subscription.activated` then `subscription.charged` "
         "are sent; no PIN. `TEST-0004` approves and declines every renewal; `TEST-0002` "
         "and `TEST-0003` are 402 `payment_declined` and change nothing. 409 "
-        "`subscription_not_approvable` unless `paused` (and before its `end_date`)."
+        "`subscription_not_approvable` unless `paused` (and before its `end_date`); 409 "
+        "`test_clock_advancing` when an advance of its test clock began while it was being "
+        "approved (nothing charged: approve again once the clock is `ready`)."
     ),
     tag=TAG,
     body=test_helpers.TestApproveBody,

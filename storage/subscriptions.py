@@ -178,8 +178,9 @@ def approve_answered(
     completion: Completion | None,
 ) -> bool:
     """`approve` without a PIN attempt (a test helper's), with the request's idempotent
-    answer (raises `IdempotencyLost`, nothing written, if its claim was taken over)."""
-    if not approve(tx, before, after, charge, events):
+    answer (raises `IdempotencyLost`, nothing written, if its claim was taken over); on a
+    test clock only while the clock reads the approval's time (`approve_at_clock_time`)."""
+    if not approve_at_clock_time(tx, before, after, charge, events):
         return False
     if completion is not None:
         idempotency.complete(tx, completion)
@@ -369,8 +370,9 @@ def _problems(
 def approve_at_clock_time(
     tx: Tx, before: Subscription, after: Subscription, charge: Transaction, events: Sequence[Event]
 ) -> bool:
-    """`approve`, the customer's on the hosted page (in `customers.attempt`, with the PIN's
-    attempt).
+    """`approve` at the time the approval read from its test clock, if it is on one: the
+    customer's on the hosted page (in `customers.attempt`, with the PIN's attempt) and a
+    test helper's (`approve_answered`).
 
     On a test clock the approval is written only while the clock still reads the time it
     was made at (`after.approved_at`): an advance begun meanwhile counted its bounds

@@ -12,7 +12,7 @@ from typing import Protocol, TypeVar
 from fgcpay.actors import authorization
 from fgcpay.actors.checkout_session import PAID, CheckoutSessions
 from fgcpay.actors.refunds import Refunds
-from fgcpay.actors.subscription import APPROVED, OUT_OF_TIME, Subscriptions
+from fgcpay.actors.subscription import APPROVED, CLOCK_MOVED, OUT_OF_TIME, Subscriptions
 from fgcpay.actors.test_clocks import TestClocks
 from fgcpay.core.clock import Clock
 from fgcpay.domain import errors
@@ -120,7 +120,8 @@ async def approve(
     """Approve the merchant's subscription as `customer_code`, storing `answer(active)`
     with the approval: the subscription, `active`, its first interval charged. 404
     `subscription_not_found`, 402 `payment_declined`, 409 `subscription_not_approvable`
-    unless `paused`, 400 on `test_clock` when its first period would end after the time
+    unless `paused`, 409 `test_clock_advancing` when an advance of its clock began while it
+    was approved, 400 on `test_clock` when its first period would end after the time
     range."""
     result = await flows.subscriptions.test_approve(
         merchant_id, subscription_id, customer_code, answer
@@ -133,6 +134,8 @@ async def approve(
     if result.outcome == OUT_OF_TIME:
         raise errors.ValidationFailed([errors.FieldError("test_clock", result.message)])
     sub = result.subscription
+    if result.outcome == CLOCK_MOVED:
+        raise errors.TestClockAdvancing(result.message, {"id": sub.test_clock_id})
     raise SubscriptionNotApprovable(
         f"The subscription is {sub.status}: only a `paused` subscription before its"
         " end_date can be approved.",

@@ -19,6 +19,7 @@ from fgcpay.domain.periods import DAY_US, End
 from fgcpay.domain.test_clocks import parse_date_time
 from fgcpay.domain.times import MAX_TIME_US, iso_ms
 from fgcpay.storage import customers as customer_rows
+from fgcpay.storage import subscriptions as subscription_rows
 from helpers import (
     MerchantClient,
     Server,
@@ -231,3 +232,41 @@ async def test_an_approval_raced_by_an_advance_is_not_billed_from_the_old_time(
     assert again.outcome == "approved"
     got = (await merchant.get(f"/subscriptions/{sub['id']}")).json()
     assert (got["approved_at"], got["charge_count"]) == (iso_ms(ANCHOR_US + 5000 * DAY_US), 1)
+
+
+async def test_a_helpers_approval_raced_by_an_advance_is_not_billed_from_the_old_time(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the page's approval above, through `POST /test_helpers/subscriptions/{id}/approve`:
+    an advance begun between the helper's read of the clock and its write counted its
+    bounds without the subscription. The approval is not written at the old time; the
+    merchant is told the clock is advancing (409, as a create is), and a retry once it is
+    ready approves at the new time."""
+    merchant = await server.merchant()
+    clock = await create_test_clock(merchant, ANCHOR)
+    sub = await create_subscription(merchant, interval="daily", test_clock=clock["id"])
+    real_write = server.db.write
+    advanced = trio.Event()
+    far = ANCHOR_US + 5000 * DAY_US
+
+    async def advance_first(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if fn is subscription_rows.approve_answered and not advanced.is_set():
+            response = await merchant.post(
+                f"/test_clocks/{clock['id']}/advance", json={"frozen_time": iso_ms(far)}
+            )
+            assert response.status_code == 200, response.text  # nothing billable yet
+            advanced.set()
+        return await real_write(fn, *args, **kwargs)
+
+    monkeypatch.setattr(server.db, "write", advance_first)
+    path = f"/test_helpers/subscriptions/{sub['id']}/approve"
+    first = await merchant.post(path)
+    assert advanced.is_set()
+    assert first.status_code == 409, first.text
+    assert first.json()["code"] == "test_clock_advancing"
+    await wait_ready(merchant, clock["id"])
+    assert await charges_of(server.db, sub["id"]) == []
+    again = await merchant.post(path)
+    assert again.status_code == 200, again.text
+    got = (await merchant.get(f"/subscriptions/{sub['id']}")).json()
+    assert (got["approved_at"], got["charge_count"]) == (iso_ms(far), 1)

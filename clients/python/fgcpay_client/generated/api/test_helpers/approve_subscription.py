@@ -130,7 +130,9 @@ def sync_detailed(
      The same approval as the hosted page's: the subscription becomes `active`, its first interval is
     charged, and `subscription.activated` then `subscription.charged` are sent; no PIN. `TEST-0004`
     approves and declines every renewal; `TEST-0002` and `TEST-0003` are 402 `payment_declined` and
-    change nothing. 409 `subscription_not_approvable` unless `paused` (and before its `end_date`).
+    change nothing. 409 `subscription_not_approvable` unless `paused` (and before its `end_date`); 409
+    `test_clock_advancing` when an advance of its test clock began while it was being approved (nothing
+    charged: approve again once the clock is `ready`).
 
     Args:
         subscription_id (str):
@@ -170,7 +172,9 @@ def sync(
      The same approval as the hosted page's: the subscription becomes `active`, its first interval is
     charged, and `subscription.activated` then `subscription.charged` are sent; no PIN. `TEST-0004`
     approves and declines every renewal; `TEST-0002` and `TEST-0003` are 402 `payment_declined` and
-    change nothing. 409 `subscription_not_approvable` unless `paused` (and before its `end_date`).
+    change nothing. 409 `subscription_not_approvable` unless `paused` (and before its `end_date`); 409
+    `test_clock_advancing` when an advance of its test clock began while it was being approved (nothing
+    charged: approve again once the clock is `ready`).
 
     Args:
         subscription_id (str):
@@ -205,7 +209,9 @@ async def asyncio_detailed(
      The same approval as the hosted page's: the subscription becomes `active`, its first interval is
     charged, and `subscription.activated` then `subscription.charged` are sent; no PIN. `TEST-0004`
     approves and declines every renewal; `TEST-0002` and `TEST-0003` are 402 `payment_declined` and
-    change nothing. 409 `subscription_not_approvable` unless `paused` (and before its `end_date`).
+    change nothing. 409 `subscription_not_approvable` unless `paused` (and before its `end_date`); 409
+    `test_clock_advancing` when an advance of its test clock began while it was being approved (nothing
+    charged: approve again once the clock is `ready`).
 
     Args:
         subscription_id (str):
@@ -243,7 +249,9 @@ async def asyncio(
      The same approval as the hosted page's: the subscription becomes `active`, its first interval is
     charged, and `subscription.activated` then `subscription.charged` are sent; no PIN. `TEST-0004`
     approves and declines every renewal; `TEST-0002` and `TEST-0003` are 402 `payment_declined` and
-    change nothing. 409 `subscription_not_approvable` unless `paused` (and before its `end_date`).
+    change nothing. 409 `subscription_not_approvable` unless `paused` (and before its `end_date`); 409
+    `test_clock_advancing` when an advance of its test clock began while it was being approved (nothing
+    charged: approve again once the clock is `ready`).
 
     Args:
         subscription_id (str):
