@@ -20,7 +20,7 @@ from fgcpay.domain.transactions import PAYMENT, Transaction
 from fgcpay.storage import Database, checkout_sessions
 from fgcpay.storage.owned import OwnedRows
 
-from ._runtime import ActorHost, Message
+from ._runtime import NOT_LOADED, ActorHost, Message
 from .authorization import ALREADY_FINAL, MESSAGES, Charged, Entered, Vouched, charge, enter, vouch
 from .refund_desk import RefundDesk
 
@@ -336,9 +336,14 @@ class CheckoutSessions:
     async def expire(self, session_id: str) -> CheckoutSession:
         return await self.host.ask(KIND, session_id, Expire())
 
-    async def confirm(self, session_id: str, customer_code: str, pin: str) -> ConfirmResult:
-        """The customer authorizes with code and PIN; the session's actor decides."""
-        return await self.host.ask(KIND, session_id, Confirm(customer_code, pin))
+    async def confirm(
+        self, session_id: str, customer_code: str, pin: str, read: CheckoutSession | None = None
+    ) -> ConfirmResult:
+        """The customer authorizes with code and PIN; the session's actor decides. `read`:
+        the session as the caller has just read it (`find`), which the actor starts from
+        if this confirm starts it, rather than reading it again."""
+        loaded = NOT_LOADED if read is None else read
+        return await self.host.ask(KIND, session_id, Confirm(customer_code, pin), loaded=loaded)
 
     async def test_pay(
         self,

@@ -23,7 +23,7 @@ from fgcpay.storage import test_clocks as clock_rows
 from fgcpay.storage.owned import OwnedRows
 
 from . import authorization
-from ._runtime import ActorHost, Message
+from ._runtime import NOT_LOADED, ActorHost, Message
 from .authorization import ALREADY_FINAL, MESSAGES, Charged, Entered, Vouched, enter, vouch
 from .refund_desk import RefundDesk
 
@@ -537,9 +537,15 @@ class Subscriptions:
             raise result
         return result
 
-    async def approve(self, subscription_id: str, customer_code: str, pin: str) -> ApproveResult:
-        """The customer approves with code and PIN; the subscription's actor decides."""
-        return await self.host.ask(KIND, subscription_id, Approve(customer_code, pin))
+    async def approve(
+        self, subscription_id: str, customer_code: str, pin: str, read: Subscription | None = None
+    ) -> ApproveResult:
+        """The customer approves with code and PIN; the subscription's actor decides.
+        `read`: the subscription as the caller has just read it (`find`), which the actor
+        starts from if this approval starts it, rather than reading it again."""
+        loaded = NOT_LOADED if read is None else read
+        approve = Approve(customer_code, pin)
+        return await self.host.ask(KIND, subscription_id, approve, loaded=loaded)
 
     async def test_approve(
         self,

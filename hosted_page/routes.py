@@ -157,8 +157,9 @@ async def confirm(session_id: str) -> Response:
     if isinstance(session, Subscription):
         return await _approve(session, form.get("customer_code", ""), form.get("pin", ""), nonce)
     try:
+        # The session just read: the actor this confirm starts need not read it again.
         result: ConfirmResult = await service.checkout.confirm(
-            session.id, form.get("customer_code", ""), form.get("pin", "")
+            session.id, form.get("customer_code", ""), form.get("pin", ""), session
         )
     except errors.Unavailable as busy:
         return await _confirm_unanswered(session, busy, form.get("customer_code", ""), nonce)
@@ -205,7 +206,7 @@ async def _approve(sub: Subscription, customer_code: str, pin: str, nonce: str |
     there is nothing to approve (200)."""
     try:
         result: ApproveResult = await current_service().subscriptions.approve(
-            sub.id, customer_code, pin
+            sub.id, customer_code, pin, sub
         )
     except errors.Unavailable as busy:
         return await _approve_unanswered(sub, busy, customer_code, nonce)

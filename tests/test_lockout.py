@@ -22,6 +22,7 @@ from fgcpay.core.settings import Settings
 from fgcpay.domain.merchants import Merchant
 from fgcpay.storage import (
     Database,
+    checkout_sessions,
     customers,
     merchants,
     open_database,
@@ -357,41 +358,58 @@ async def test_a_confirm_decides_its_pin_and_payment_in_one_write(
     server: Server, monkeypatch: pytest.MonkeyPatch, pin: str
 ) -> None:
     """The customer waits for one durable commit, right PIN or wrong: the attempt's
-    reservation, the comparison, its count and the payment are one transaction."""
+    reservation, the comparison, its count and the payment are one transaction; and the
+    session is read once (the page's handler hands what it read to the actor it starts)."""
     merchant = await server.merchant()
     (session_id,) = await _sessions(merchant, 1)
     customer = Customer(server)
-    real_write = server.db.write
+    token = TOKEN.search((await customer.open(session_id)).text)
+    assert token
+    real_read, real_write = server.db.read, server.db.write
+    reads: list[object] = []
     writes: list[str] = []
 
-    async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def read(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        reads.append(fn)
+        return await real_read(fn, *args, **kwargs)
+
+    async def write(fn: Any, *args: Any, **kwargs: Any) -> Any:
         writes.append(fn.__name__)
         return await real_write(fn, *args, **kwargs)
 
-    monkeypatch.setattr(server.db, "write", counted)
-    answer = await customer.pay(session_id, "TEST-0001", pin)
+    monkeypatch.setattr(server.db, "read", read)
+    monkeypatch.setattr(server.db, "write", write)
+    answer = await customer.client.post(
+        f"/checkout/{session_id}",
+        data={"csrf_token": token.group(1), "customer_code": "TEST-0001", "pin": pin},
+    )
     monkeypatch.undo()
     await customer.close()
     assert answer.status_code == (303 if pin == "1234" else 400), answer.text
     # (The webhook dispatcher, rung by the payment, claims its delivery meanwhile.)
     assert [name for name in writes if name != "claim_due"] == ["attempt"]
+    assert reads.count(checkout_sessions.by_id) == 1
     assert await _status(merchant, session_id) == ("paid" if pin == "1234" else "created")
 
 
-async def test_an_actor_that_cannot_load_answers_the_page_in_html_with_retry_after(
+async def test_an_actor_that_keeps_crashing_answers_the_page_in_html_with_retry_after(
     nursery: trio.Nursery,
     settings: Settings,
     clock: trio.testing.MockClock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The session's actor crashes on every message (the page hands it the session it
+    read, so it need not load first): each confirm is answered with the page, 503 and
+    Retry-After, never JSON; once it recovers, the customer pays."""
     server = await start_server(nursery, settings, clock=TrioClock())
     merchant = await server.merchant()
     (session_id,) = await _sessions(merchant, 1)
 
-    async def down(self: CheckoutSessionActor, actor_id: str) -> None:
+    async def down(self: CheckoutSessionActor, *args: Any) -> None:
         raise RuntimeError("database down")
 
     monkeypatch.setattr(CheckoutSessionActor, "activate", down)
+    monkeypatch.setattr(CheckoutSessionActor, "receive", down)
     for _ in range(6):
         answer = await _pay(server, session_id, "TEST-0001", "1234")
         assert answer.status_code == 503, answer.text
