@@ -78,9 +78,9 @@ async def charge(
     a right one pays in the same transaction, so the customer's confirm costs one durable
     commit. A crash leaves nothing counted and nothing charged (the transaction rolls
     back); a cancellation before the write is handed over writes nothing (an ask's
-    deadline, docs/architecture.md), and one after it changes nothing either: storage
-    waits for a write it was handed whatever its caller does (storage/_threads.py), so a
-    caller who gives up cannot get a wrong PIN uncounted. Lockout windows run on the
+    deadline, docs/architecture.md), and one after it does not stop it: storage waits
+    for a write it was handed whatever its caller does (storage/_threads.py), so a caller
+    who gives up cannot get a wrong PIN uncounted. Lockout windows run on the
     service's time (never a test clock's).
     """
     code, pin = entered.code, entered.pin

@@ -8,8 +8,9 @@ webhook delivery's claim, send and record; an idempotent create's claim, write a
 answer; an event stream's registration and reads. A client that goes away (a
 cancellation) is tried where it can leave something held. Then the next request must be
 served at once: a payment with the same customer code pays at once and is not refused
-as locked, a renewal happens on the next sweep exactly once, a delivery is attempted again and recorded once per attempt, a
-retry with the same `Idempotency-Key` answers, and the merchant's streams all open.
+as locked, a renewal happens on the next sweep exactly once, a delivery is attempted
+again and recorded once per attempt, a retry with the same `Idempotency-Key` answers,
+and the merchant's streams all open.
 """
 
 from __future__ import annotations
