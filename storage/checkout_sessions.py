@@ -22,11 +22,16 @@ _EXPIRE = STATES.transition("expire")
 _PAYABLE = status_in(_PAY)
 _EXPIRABLE = status_in(_EXPIRE)
 
-COLUMNS = (
-    "id, merchant_id, status, version, amount_minor, currency, eur_cents, description,"
-    " success_url, cancel_url, customer_email, customer_reference, external_reference,"
-    " metadata, created_at, updated_at, expires_at, paid_at"
-)
+# A row's columns with their types (a batch of inserts sends one array of each).
+_INSERTED: tuple[Column, ...] = (
+    ("id", "text"), ("merchant_id", "text"), ("status", "text"), ("version", "bigint"),
+    ("amount_minor", "bigint"), ("currency", "text"), ("eur_cents", "bigint"),
+    ("description", "text"), ("success_url", "text"), ("cancel_url", "text"),
+    ("customer_email", "text"), ("customer_reference", "text"),
+    ("external_reference", "text"), ("metadata", "text"), ("created_at", "bigint"),
+    ("updated_at", "bigint"), ("expires_at", "bigint"), ("paid_at", "bigint"),
+)  # fmt: skip
+COLUMNS = ", ".join(name for name, _ in _INSERTED)
 
 
 def from_row(row: Row) -> CheckoutSession:
@@ -50,16 +55,6 @@ def from_row(row: Row) -> CheckoutSession:
         expires_at=row["expires_at"],
         paid_at=row["paid_at"],
     )
-
-
-_INSERTED: tuple[Column, ...] = (
-    ("id", "text"), ("merchant_id", "text"), ("status", "text"), ("version", "bigint"),
-    ("amount_minor", "bigint"), ("currency", "text"), ("eur_cents", "bigint"),
-    ("description", "text"), ("success_url", "text"), ("cancel_url", "text"),
-    ("customer_email", "text"), ("customer_reference", "text"),
-    ("external_reference", "text"), ("metadata", "text"), ("created_at", "bigint"),
-    ("updated_at", "bigint"), ("expires_at", "bigint"), ("paid_at", "bigint"),
-)  # fmt: skip
 
 
 def _values(s: CheckoutSession) -> tuple[object, ...]:
